@@ -1,0 +1,426 @@
+//! `lbguard check`: the webhook's engine over manifests, in the API server's order
+//! (defaults first, then validation of the defaulted object).
+
+use std::collections::HashMap;
+use std::io::{IsTerminal, Read};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::{Args, ValueEnum};
+use k8s_openapi::api::core::v1::Service;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::config::{Config, ProviderChoice};
+use crate::engine::{
+    EmptyCluster, EmptyInventory, Input, Operation, UserInfo, Verdict, Versions, evaluate, mutate,
+};
+use crate::rules::Action;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// lbguard config file (YAML).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// ctyun, alibaba, huawei, volcengine or auto (overrides the config).
+    #[arg(long)]
+    pub provider: Option<ProviderChoice>,
+    /// The cluster's Kubernetes version, e.g. v1.31.4 or v1.29.15-r90 (overrides the config).
+    #[arg(long)]
+    pub cluster_version: Option<String>,
+    /// Live objects: a Service here with the same namespace/name is checked as an UPDATE.
+    #[arg(long = "old", value_name = "FILE")]
+    pub old: Vec<PathBuf>,
+    #[arg(long, value_enum, default_value_t = Output::Text)]
+    pub output: Output,
+    /// Skip the mutating defaults.
+    #[arg(long)]
+    pub no_defaults: bool,
+    /// YAML or JSON manifests (multi-document, `kind: List`), directories, or `-` for stdin.
+    #[arg(required = true, value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+/// One Service found in the input, with where it came from.
+#[derive(Debug)]
+pub struct Found {
+    pub origin: String,
+    pub service: Service,
+}
+
+/// Everything read from a set of files.
+#[derive(Debug, Default)]
+pub struct Loaded {
+    pub services: Vec<Found>,
+    pub skipped: usize,
+    pub errors: Vec<String>,
+}
+
+#[derive(Debug, Serialize)]
+struct Violation<'a> {
+    rule: &'a str,
+    action: Action,
+    message: &'a str,
+}
+
+#[derive(Debug, Serialize)]
+struct ResultJson<'a> {
+    namespace: String,
+    name: String,
+    operation: &'static str,
+    allowed: bool,
+    violations: Vec<Violation<'a>>,
+    defaults: Value,
+    warnings: Vec<String>,
+    file: &'a str,
+}
+
+#[derive(Debug, Default, Serialize)]
+struct Summary {
+    checked: usize,
+    skipped: usize,
+    denied: usize,
+    warned: usize,
+}
+
+fn read_source(path: &Path) -> Result<String, String> {
+    if path == Path::new("-") {
+        let mut s = String::new();
+        std::io::stdin()
+            .read_to_string(&mut s)
+            .map_err(|e| format!("<stdin>: {e}"))?;
+        return Ok(s);
+    }
+    std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
+}
+
+/// Files named directly, and the .yaml/.yml/.json files under directories, sorted.
+fn expand(paths: &[PathBuf], errors: &mut Vec<String>) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for p in paths {
+        if p.is_dir() {
+            let mut stack = vec![p.clone()];
+            let mut found = Vec::new();
+            while let Some(dir) = stack.pop() {
+                match std::fs::read_dir(&dir) {
+                    Ok(entries) => {
+                        for e in entries.flatten() {
+                            let path = e.path();
+                            if path.is_dir() {
+                                stack.push(path);
+                            } else if path
+                                .extension()
+                                .is_some_and(|x| x == "yaml" || x == "yml" || x == "json")
+                            {
+                                found.push(path);
+                            }
+                        }
+                    }
+                    Err(e) => errors.push(format!("{}: {e}", dir.display())),
+                }
+            }
+            found.sort();
+            out.extend(found);
+        } else {
+            out.push(p.clone());
+        }
+    }
+    out
+}
+
+/// Parses one Kubernetes object as a Service, naming the field that is wrong.
+pub fn parse_service(value: Value) -> Result<Service, String> {
+    let svc: Service = serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        if path == "." {
+            e.inner().to_string()
+        } else {
+            format!("{path}: {}", e.inner())
+        }
+    })?;
+    if svc.metadata.name.as_deref().is_none_or(str::is_empty) {
+        return Err("Service has no metadata.name".into());
+    }
+    Ok(svc)
+}
+
+fn collect(value: Value, origin: &str, loaded: &mut Loaded, depth: usize) {
+    let kind = value.get("kind").and_then(Value::as_str).map(str::to_owned);
+    match kind.as_deref() {
+        Some("List") | Some("ServiceList") if depth == 0 => match value.get("items").cloned() {
+            Some(Value::Array(items)) => {
+                for (i, item) in items.into_iter().enumerate() {
+                    collect(item, &format!("{origin} item {}", i + 1), loaded, depth + 1);
+                }
+            }
+            Some(Value::Null) | None => {}
+            Some(_) => loaded
+                .errors
+                .push(format!("{origin}: List items is not an array")),
+        },
+        Some("Service") => match parse_service(value) {
+            Ok(service) => loaded.services.push(Found {
+                origin: origin.to_string(),
+                service,
+            }),
+            Err(e) => loaded.errors.push(format!("{origin}: {e}")),
+        },
+        _ => loaded.skipped += 1,
+    }
+}
+
+/// Reads every document of every file; errors name the file and the document.
+pub fn load(paths: &[PathBuf]) -> Loaded {
+    let mut loaded = Loaded::default();
+    let files = expand(paths, &mut loaded.errors);
+    for path in files {
+        let name = if path == Path::new("-") {
+            "<stdin>".to_string()
+        } else {
+            path.display().to_string()
+        };
+        let text = match read_source(&path) {
+            Ok(t) => t,
+            Err(e) => {
+                loaded.errors.push(e);
+                continue;
+            }
+        };
+        for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+            let origin = format!("{name} document {}", i + 1);
+            match Value::deserialize(doc) {
+                Ok(Value::Null) => {}
+                Ok(v @ Value::Object(_)) => collect(v, &origin, &mut loaded, 0),
+                Ok(_) => loaded.errors.push(format!(
+                    "{origin}: not a Kubernetes object (expected a mapping)"
+                )),
+                Err(e) => {
+                    loaded.errors.push(format!("{origin}: not valid YAML: {e}"));
+                    // The YAML stream cannot be resumed after a syntax error.
+                    break;
+                }
+            }
+        }
+    }
+    loaded
+}
+
+fn key_of(s: &Service) -> (String, String) {
+    (
+        s.metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into()),
+        s.metadata.name.clone().unwrap_or_default(),
+    )
+}
+
+/// The result of checking one Service, shared by the text and JSON printers.
+pub struct Checked {
+    pub origin: String,
+    pub input: Input,
+    pub patch: json_patch::Patch,
+    pub applied: Vec<crate::engine::AppliedDefault>,
+    pub verdict: Verdict,
+}
+
+/// Defaults then validation, the API server's order.
+pub fn check_one(
+    service: Service,
+    old: Option<Service>,
+    config: &Config,
+    versions: &Versions,
+    defaults: bool,
+) -> Result<Checked, String> {
+    let op = if old.is_some() {
+        Operation::Update
+    } else {
+        Operation::Create
+    };
+    let user = UserInfo {
+        username: "lbguard-check".into(),
+        groups: vec![],
+    };
+    let mut input = Input::new(op, Some(service), old, user).map_err(|e| e.to_string())?;
+    let (mut patch, mut applied) = (json_patch::Patch(vec![]), vec![]);
+    if defaults
+        && let Some(m) = mutate(&input, config, versions, &EmptyInventory)
+        && m.changed()
+    {
+        let before = serde_json::to_value(input.object.as_ref()).map_err(|e| e.to_string())?;
+        let after = serde_json::to_value(&m.desired).map_err(|e| e.to_string())?;
+        patch = json_patch::diff(&before, &after);
+        applied = m.applied;
+        input.object = Some(m.desired);
+    }
+    let verdict = evaluate(&input, config, versions, &EmptyCluster, &EmptyInventory);
+    Ok(Checked {
+        origin: String::new(),
+        input,
+        patch,
+        applied,
+        verdict,
+    })
+}
+
+fn build_config(args: &CheckArgs) -> Result<Config, String> {
+    let mut config = match &args.config {
+        Some(p) => Config::load(p).map_err(|e| e.to_string())?,
+        None => Config::default(),
+    };
+    if let Some(p) = args.provider {
+        config.provider = p;
+    }
+    if let Some(v) = &args.cluster_version {
+        config.cluster.version = Some(v.clone());
+    }
+    let problems = config.problems();
+    if !problems.is_empty() {
+        return Err(format!(
+            "invalid settings:\n  - {}",
+            problems.join("\n  - ")
+        ));
+    }
+    Ok(config)
+}
+
+struct Paint(bool);
+
+impl Paint {
+    fn wrap(&self, code: &str, s: &str) -> String {
+        if self.0 {
+            format!("\x1b[{code}m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+pub fn run(args: CheckArgs) -> ExitCode {
+    let config = match build_config(&args) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("lbguard check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let versions = Versions::from_config(&config);
+    let old_loaded = load(&args.old);
+    let mut errors = old_loaded.errors;
+    let old: HashMap<(String, String), Service> = old_loaded
+        .services
+        .into_iter()
+        .map(|f| (key_of(&f.service), f.service))
+        .collect();
+    let loaded = load(&args.files);
+    errors.extend(loaded.errors);
+
+    let mut results = Vec::new();
+    for found in loaded.services {
+        let live = old.get(&key_of(&found.service)).cloned();
+        match check_one(found.service, live, &config, &versions, !args.no_defaults) {
+            Ok(mut c) => {
+                c.origin = found.origin;
+                results.push(c);
+            }
+            Err(e) => errors.push(format!("{}: {e}", found.origin)),
+        }
+    }
+
+    let summary = Summary {
+        checked: results.len(),
+        skipped: loaded.skipped,
+        denied: results.iter().filter(|c| !c.verdict.allowed()).count(),
+        warned: results
+            .iter()
+            .filter(|c| c.verdict.allowed() && !c.verdict.warnings().is_empty())
+            .count(),
+    };
+    match args.output {
+        Output::Json => print_json(&results, &summary),
+        Output::Text => print_text(&results, &summary, Paint(std::io::stdout().is_terminal())),
+    }
+    for e in &errors {
+        eprintln!("lbguard check: {e}");
+    }
+    if !errors.is_empty() {
+        ExitCode::from(2)
+    } else if summary.denied > 0 {
+        ExitCode::from(1)
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn print_json(results: &[Checked], summary: &Summary) {
+    let items: Vec<ResultJson> = results
+        .iter()
+        .map(|c| ResultJson {
+            namespace: c.input.namespace.clone(),
+            name: c.input.name.clone(),
+            operation: c.input.operation.as_str(),
+            allowed: c.verdict.allowed(),
+            violations: c
+                .verdict
+                .violations
+                .iter()
+                .map(|v| Violation {
+                    rule: v.rule,
+                    action: v.action,
+                    message: &v.message,
+                })
+                .collect(),
+            defaults: serde_json::to_value(&c.patch).unwrap_or(Value::Array(vec![])),
+            warnings: c.verdict.notes.clone(),
+            file: &c.origin,
+        })
+        .collect();
+    let doc = serde_json::json!({ "results": items, "summary": summary });
+    println!("{doc:#}");
+}
+
+fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
+    for c in results {
+        let head = if c.verdict.allowed() {
+            paint.wrap("32", "ALLOWED")
+        } else {
+            paint.wrap("31;1", "DENIED ")
+        };
+        println!(
+            "{head} {}/{} ({}) {}",
+            c.input.namespace,
+            c.input.name,
+            c.input.operation.as_str(),
+            c.origin
+        );
+        for d in &c.applied {
+            println!(
+                "  {} {} = \"{}\" ({})",
+                paint.wrap("36", "default"),
+                d.field,
+                d.value,
+                d.reason
+            );
+        }
+        for n in &c.verdict.notes {
+            println!("  {} {n}", paint.wrap("33", "note   "));
+        }
+        for v in &c.verdict.violations {
+            let tag = match v.action {
+                Action::Deny => paint.wrap("31", "deny   "),
+                _ => paint.wrap("33", "warn   "),
+            };
+            println!("  {tag} {}", v.message);
+        }
+    }
+    println!(
+        "{} Service(s) checked: {} denied, {} allowed with warnings; {} other object(s) skipped",
+        summary.checked, summary.denied, summary.warned, summary.skipped
+    );
+}

@@ -1,0 +1,54 @@
+//! Command-line front ends: `check`, `rules` and `serve`.
+
+pub mod check;
+
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+#[derive(Debug, Parser)]
+#[command(
+    name = "lbguard",
+    version,
+    about = "Admission webhook and linter for type: LoadBalancer Services"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Lint Service manifests offline with the webhook's rules.
+    Check(check::CheckArgs),
+    /// List every rule: id, providers, class, default action.
+    Rules {
+        /// Print the README's Markdown table.
+        #[arg(long)]
+        markdown: bool,
+    },
+}
+
+pub fn run(cli: Cli) -> ExitCode {
+    match cli.command {
+        Command::Check(args) => check::run(args),
+        Command::Rules { markdown } => {
+            if markdown {
+                print!("{}", crate::rules::markdown_table());
+            } else {
+                for r in crate::rules::registry() {
+                    let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
+                    println!(
+                        "{:<34} {:<5} {:<10} {:<32} {}",
+                        r.id,
+                        r.default.as_str(),
+                        r.class.as_str(),
+                        providers.join(","),
+                        r.title
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}

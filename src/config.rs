@@ -1,0 +1,335 @@
+//! lbguard's configuration file: every key optional, unknown keys rejected by name.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::engine::version::KubeVersion;
+use crate::providers::Provider;
+use crate::rules::{Action, registry};
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("cannot read config file {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("config file {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("config file {path} is invalid:\n  - {}", problems.join("\n  - "))]
+    Invalid { path: String, problems: Vec<String> },
+}
+
+/// Which provider's rules apply.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderChoice {
+    /// Every provider whose annotations appear on the Service.
+    #[default]
+    Auto,
+    #[serde(untagged)]
+    Fixed(Provider),
+}
+
+impl std::str::FromStr for ProviderChoice {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if s == "auto" {
+            return Ok(Self::Auto);
+        }
+        s.parse::<Provider>().map(Self::Fixed)
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct Config {
+    pub provider: ProviderChoice,
+    pub cluster: ClusterConfig,
+    pub ccm: CcmConfig,
+    pub quotas: Quotas,
+    /// Rule id to action; validated against the registry.
+    pub rules: BTreeMap<String, Action>,
+    pub exemptions: Exemptions,
+    pub deletion_protection: DeletionProtection,
+    pub defaults: Defaults,
+    pub inventory: InventoryConfig,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Flavor {
+    #[default]
+    Standard,
+    Turbo,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProxyMode {
+    #[default]
+    Iptables,
+    Ipvs,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClusterConfig {
+    /// Overrides the API server's `/version` (e.g. CCE's `v1.29.15-r90`).
+    pub version: Option<String>,
+    pub flavor: Flavor,
+    pub proxy_mode: ProxyMode,
+    pub vpc_id: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct CcmConfig {
+    pub version: Option<String>,
+    /// Users allowed to touch what the CCM owns (finalizers, system annotations).
+    pub users: Vec<String>,
+    pub groups: Vec<String>,
+    /// Finalizers protected in addition to the providers' own.
+    pub finalizers: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct Quotas {
+    pub listeners_per_load_balancer: u32,
+}
+
+impl Default for Quotas {
+    fn default() -> Self {
+        Self {
+            listeners_per_load_balancer: 50,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct Exemptions {
+    pub namespaces: Vec<String>,
+    pub users: Vec<String>,
+    pub groups: Vec<String>,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct DeletionProtection {
+    /// Annotation whose value `"true"` protects a Service from DELETE.
+    pub annotation: Option<String>,
+    /// Label whose value `"true"` protects a Service from DELETE.
+    pub label: Option<String>,
+}
+
+impl Default for DeletionProtection {
+    fn default() -> Self {
+        Self {
+            annotation: Some("lbguard.io/deletion-protection".into()),
+            label: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct Defaults {
+    pub enabled: bool,
+    /// Volcengine `-weight` injected when `-id` is set without a weight.
+    pub volcengine_weight: Option<u8>,
+    /// Huawei `kubernetes.io/elb.class` injected when an ELB is given without a class.
+    pub huawei_elb_class: Option<String>,
+    /// CTyun `-ip-mode: proxy` for `externalTrafficPolicy: Local` on Kubernetes 1.30+.
+    pub ctyun_ip_mode_proxy: bool,
+    /// `externalTrafficPolicy: Cluster` on CCE Turbo clusters when the Service sets none.
+    pub huawei_turbo_cluster_policy: bool,
+    /// Extra annotation defaults for every LoadBalancer Service.
+    pub annotations: BTreeMap<String, String>,
+}
+
+impl Default for Defaults {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            volcengine_weight: None,
+            huawei_elb_class: None,
+            ctyun_ip_mode_proxy: false,
+            huawei_turbo_cluster_policy: true,
+            annotations: BTreeMap::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct InventoryConfig {
+    pub path: Option<String>,
+    pub unknown_load_balancer: Action,
+}
+
+impl Default for InventoryConfig {
+    fn default() -> Self {
+        Self {
+            path: None,
+            unknown_load_balancer: Action::Warn,
+        }
+    }
+}
+
+impl Config {
+    /// Reads, parses and validates a config file, listing every problem at once.
+    pub fn load(path: &Path) -> Result<Self, ConfigError> {
+        let display = path.display().to_string();
+        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: display.clone(),
+            source,
+        })?;
+        Self::parse(&text, &display)
+    }
+
+    pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
+        let config: Config = if text.trim().is_empty() {
+            Config::default()
+        } else {
+            serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Parse {
+                path: path.to_string(),
+                message: e.to_string(),
+            })?
+        };
+        let problems = config.problems();
+        if problems.is_empty() {
+            Ok(config)
+        } else {
+            Err(ConfigError::Invalid {
+                path: path.to_string(),
+                problems,
+            })
+        }
+    }
+
+    /// Everything wrong with the config that serde cannot see.
+    pub fn problems(&self) -> Vec<String> {
+        let mut problems = Vec::new();
+        for id in self.rules.keys() {
+            if !registry().iter().any(|r| r.id == id) {
+                problems.push(format!(
+                    "rules.{id}: unknown rule id (run `lbguard rules` for the list)"
+                ));
+            }
+        }
+        if let Some(v) = &self.cluster.version
+            && let Err(e) = v.parse::<KubeVersion>()
+        {
+            problems.push(format!("cluster.version: {e}"));
+        }
+        if let Some(v) = &self.ccm.version
+            && let Err(e) = v.parse::<KubeVersion>()
+        {
+            problems.push(format!("ccm.version: {e}"));
+        }
+        if let Some(w) = self.defaults.volcengine_weight
+            && w > 100
+        {
+            problems.push(format!("defaults.volcengineWeight: {w} is outside 0..100"));
+        }
+        if let Some(c) = &self.defaults.huawei_elb_class
+            && c != "union"
+            && c != "performance"
+        {
+            problems.push(format!(
+                "defaults.huaweiElbClass: \"{c}\" is not one of union, performance"
+            ));
+        }
+        if self.quotas.listeners_per_load_balancer == 0 {
+            problems.push("quotas.listenersPerLoadBalancer: must be at least 1".into());
+        }
+        problems
+    }
+
+    /// The action in force for a rule: config override or the rule's default.
+    pub fn action_for(&self, id: &str, default: Action) -> Action {
+        self.rules.get(id).copied().unwrap_or(default)
+    }
+
+    pub fn is_ccm(&self, user: &crate::engine::UserInfo) -> bool {
+        self.ccm.users.contains(&user.username)
+            || user.groups.iter().any(|g| self.ccm.groups.contains(g))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn full_example_parses() {
+        let text = r#"
+provider: auto
+cluster:
+  version: v1.31.4
+  flavor: standard
+  proxyMode: iptables
+  vpcId: vpc-123
+ccm:
+  version: v1.45.1
+  users: [system:serviceaccount:kube-system:cloud-controller-manager]
+  groups: []
+quotas:
+  listenersPerLoadBalancer: 50
+rules:
+  in-cluster-access-advice: off
+exemptions:
+  namespaces: [kube-system]
+  users: []
+  groups: []
+deletionProtection:
+  annotation: lbguard.io/deletion-protection
+defaults:
+  enabled: true
+  volcengineWeight: null
+  huaweiElbClass: null
+  ctyunIpModeProxy: false
+  annotations: {}
+inventory:
+  path: null
+  unknownLoadBalancer: warn
+"#;
+        let c = Config::parse(text, "t.yaml").unwrap();
+        assert_eq!(c.provider, ProviderChoice::Auto);
+        assert_eq!(c.rules["in-cluster-access-advice"], Action::Off);
+        assert_eq!(c.cluster.proxy_mode, ProxyMode::Iptables);
+    }
+
+    #[test]
+    fn fixed_provider_parses() {
+        let c = Config::parse("provider: huawei\n", "t").unwrap();
+        assert_eq!(c.provider, ProviderChoice::Fixed(Provider::Huawei));
+    }
+
+    #[test]
+    fn unknown_key_is_named() {
+        let e = Config::parse("cluster:\n  flavour: turbo\n", "t.yaml").unwrap_err();
+        assert!(e.to_string().contains("flavour"), "{e}");
+    }
+
+    #[test]
+    fn unknown_rule_and_bad_version_are_both_listed() {
+        let e = Config::parse(
+            "rules:\n  no-such-rule: deny\ncluster:\n  version: banana\n",
+            "t.yaml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(e.contains("no-such-rule"), "{e}");
+        assert!(e.contains("cluster.version"), "{e}");
+    }
+
+    #[test]
+    fn bad_action_is_rejected() {
+        assert!(Config::parse("rules:\n  lb-id-immutable: maybe\n", "t").is_err());
+    }
+}

@@ -1,0 +1,333 @@
+//! The pure core: `evaluate` turns an admission input into a verdict, `mutate` into the
+//! desired object. No I/O and no async: every front end (webhook, CLI) calls these.
+
+pub mod input;
+pub mod mutate;
+pub mod service;
+pub mod version;
+
+pub use input::{Input, InputError, Operation, UserInfo};
+pub use mutate::{AppliedDefault, Mutation, mutate};
+pub use service::Svc;
+
+use serde::Serialize;
+
+use crate::config::{Config, ProviderChoice};
+use crate::providers::{Catalog, Provider, catalog};
+use crate::rules::{Action, Check, Gate, Rule, registry};
+use version::Known;
+
+/// Other objects in the cluster, as the watches see them. Empty until a cluster is attached.
+pub trait ClusterView: Send + Sync {}
+
+/// A cluster with nothing in it: offline checks and standalone mode.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EmptyCluster;
+impl ClusterView for EmptyCluster {}
+
+/// Facts about load balancers that Kubernetes does not hold.
+pub trait Inventory: Send + Sync {}
+
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EmptyInventory;
+impl Inventory for EmptyInventory {}
+
+/// Everything a rule may read. Built once per request.
+pub struct Ctx<'a> {
+    pub input: &'a Input,
+    pub new: Option<Svc<'a>>,
+    pub old: Option<Svc<'a>>,
+    pub config: &'a Config,
+    pub cluster_version: &'a Known,
+    pub ccm_version: &'a Known,
+    pub cluster: &'a dyn ClusterView,
+    pub inventory: &'a dyn Inventory,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(
+        input: &'a Input,
+        config: &'a Config,
+        versions: &'a Versions,
+        cluster: &'a dyn ClusterView,
+        inventory: &'a dyn Inventory,
+    ) -> Self {
+        Self {
+            input,
+            new: input.object.as_ref().map(Svc),
+            old: input.old_object.as_ref().map(Svc),
+            config,
+            cluster_version: &versions.cluster,
+            ccm_version: &versions.ccm,
+            cluster,
+            inventory,
+        }
+    }
+
+    /// True when the request comes from the cloud controller (config `ccm.users/groups`).
+    pub fn by_ccm(&self) -> bool {
+        self.config.is_ccm(&self.input.user)
+    }
+
+    /// The providers whose rules apply to this request.
+    pub fn providers(&self) -> Vec<Provider> {
+        match self.config.provider {
+            ProviderChoice::Fixed(p) => vec![p],
+            ProviderChoice::Auto => Provider::ALL
+                .into_iter()
+                .filter(|p| {
+                    let c = catalog(*p);
+                    self.new.is_some_and(|s| c.detect(s.0))
+                        || self.old.is_some_and(|s| c.detect(s.0))
+                })
+                .collect(),
+        }
+    }
+}
+
+/// The cluster's and the CCM's versions, parsed once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versions {
+    pub cluster: Known,
+    pub ccm: Known,
+}
+
+impl Versions {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            cluster: Known::from_option(config.cluster.version.as_deref()),
+            ccm: Known::from_option(config.ccm.version.as_deref()),
+        }
+    }
+}
+
+/// One thing a rule found. `advisory` findings are warnings whatever the rule's action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub field: String,
+    pub message: String,
+    pub advisory: bool,
+}
+
+/// What rules push into. Knows which rule is running so rules cannot mislabel findings.
+pub struct Findings {
+    rule: &'static str,
+    items: Vec<Finding>,
+}
+
+impl Findings {
+    pub fn new() -> Self {
+        Self {
+            rule: "",
+            items: Vec::new(),
+        }
+    }
+
+    pub(crate) fn start(&mut self, rule: &'static str) {
+        self.rule = rule;
+    }
+
+    /// A violation of the running rule.
+    pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), false);
+    }
+
+    /// Something worth a warning even when the rule denies (e.g. weight 0, unknown version).
+    pub fn advise(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), true);
+    }
+
+    fn add(&mut self, field: String, message: String, advisory: bool) {
+        self.items.push(Finding {
+            rule: self.rule,
+            field,
+            message,
+            advisory,
+        });
+    }
+
+    pub fn into_vec(self) -> Vec<Finding> {
+        self.items
+    }
+}
+
+impl Default for Findings {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// Which action a finding takes: deny or warn (`off` findings are dropped).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Violation {
+    pub rule: &'static str,
+    pub action: Action,
+    pub field: String,
+    /// `[rule-id] ...`, one line, as users see it.
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Verdict {
+    pub violations: Vec<Violation>,
+    /// Warnings that are not rule findings (exemptions, provider ambiguity).
+    pub notes: Vec<String>,
+    /// Set when the request was exempt and not checked; says why.
+    pub exempt: Option<String>,
+}
+
+impl Verdict {
+    pub fn allowed(&self) -> bool {
+        !self.violations.iter().any(|v| v.action == Action::Deny)
+    }
+
+    pub fn denials(&self) -> impl Iterator<Item = &Violation> {
+        self.violations.iter().filter(|v| v.action == Action::Deny)
+    }
+
+    /// Every line a user should see as `Warning:`.
+    pub fn warnings(&self) -> Vec<String> {
+        self.notes
+            .iter()
+            .cloned()
+            .chain(
+                self.violations
+                    .iter()
+                    .filter(|v| v.action == Action::Warn)
+                    .map(|v| v.message.clone()),
+            )
+            .collect()
+    }
+
+    /// Denial text for `status.message`: every denial, joined.
+    pub fn denial_message(&self) -> Option<String> {
+        let msgs: Vec<&str> = self.denials().map(|v| v.message.as_str()).collect();
+        (!msgs.is_empty()).then(|| msgs.join("; "))
+    }
+
+    pub fn rule_ids(&self) -> Vec<&'static str> {
+        self.violations.iter().map(|v| v.rule).collect()
+    }
+}
+
+/// Why a request is exempt, if it is.
+pub fn exemption(input: &Input, config: &Config) -> Option<String> {
+    let ex = &config.exemptions;
+    if ex.namespaces.contains(&input.namespace) {
+        return Some(format!("namespace {} is exempt", input.namespace));
+    }
+    if ex.users.contains(&input.user.username) {
+        return Some(format!("user {} is exempt", input.user.username));
+    }
+    input
+        .user
+        .groups
+        .iter()
+        .find(|g| ex.groups.contains(g))
+        .map(|g| format!("group {g} is exempt"))
+}
+
+fn gate_open(gate: Gate, ctx: &Ctx) -> bool {
+    let new_lb = ctx.new.is_some_and(|s| s.is_lb());
+    let old_lb = ctx.old.is_some_and(|s| s.is_lb());
+    match (gate, ctx.input.operation) {
+        (Gate::Admit, Operation::Create | Operation::Update) => new_lb,
+        (Gate::Transition, Operation::Update) => old_lb && new_lb,
+        (Gate::AnyUpdate, Operation::Update) => old_lb && ctx.new.is_some(),
+        (Gate::Update, Operation::Update) => ctx.old.is_some() && ctx.new.is_some(),
+        (Gate::Delete, Operation::Delete) => ctx.old.is_some(),
+        _ => false,
+    }
+}
+
+/// Runs one rule and returns its raw findings. Rule tests and the engine share this.
+pub fn run_rule(rule: &Rule, ctx: &Ctx, providers: &[Provider], out: &mut Findings) {
+    if !gate_open(rule.gate, ctx) {
+        return;
+    }
+    out.start(rule.id);
+    match rule.check {
+        Check::Generic(f) => f(ctx, out),
+        Check::PerProvider(f) => {
+            for p in providers {
+                if rule.providers.contains(p) {
+                    f(ctx, catalog(*p), out);
+                }
+            }
+        }
+    }
+}
+
+/// Checks one admission request against every registered rule, collecting all findings.
+pub fn evaluate(
+    input: &Input,
+    config: &Config,
+    versions: &Versions,
+    cluster: &dyn ClusterView,
+    inventory: &dyn Inventory,
+) -> Verdict {
+    let mut verdict = Verdict::default();
+    if let Some(why) = exemption(input, config) {
+        verdict.notes.push(format!("lbguard: not checked: {why}"));
+        verdict.exempt = Some(why);
+        return verdict;
+    }
+    let ctx = Ctx::new(input, config, versions, cluster, inventory);
+    let providers = ctx.providers();
+    if providers.len() > 1 {
+        let names: Vec<&str> = providers.iter().map(|p| p.as_str()).collect();
+        verdict.notes.push(format!(
+            "lbguard: annotations of several providers ({}) on one Service; each provider's rules were applied. Keep only your cloud's annotations",
+            names.join(", ")
+        ));
+    }
+    let mut findings = Findings::new();
+    for rule in registry() {
+        let action = config.action_for(rule.id, rule.default);
+        if action == Action::Off {
+            continue;
+        }
+        let before = findings.items.len();
+        run_rule(rule, &ctx, &providers, &mut findings);
+        for f in findings.items.drain(before..) {
+            verdict.violations.push(Violation {
+                rule: f.rule,
+                action: if f.advisory { Action::Warn } else { action },
+                message: format!("[{}] {}", f.rule, f.message),
+                field: f.field,
+            });
+        }
+    }
+    verdict
+}
+
+/// A view of a catalog annotation found on a Service: the exact key used and its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Annot<'a> {
+    pub key: &'a str,
+    pub value: &'a str,
+}
+
+/// Field path of an annotation in messages: `metadata.annotations[key]`.
+pub fn annotation_field(key: &str) -> String {
+    format!("metadata.annotations[{key}]")
+}
+
+impl Catalog {
+    /// Same key, either prefix (Alibaba reads the legacy prefix too).
+    pub fn get<'s>(&self, svc: Svc<'s>, suffix: &str) -> Option<Annot<'s>> {
+        let anns = svc.annotations()?;
+        for prefix in std::iter::once(self.prefix).chain(self.legacy_prefix) {
+            let key = format!("{prefix}{suffix}");
+            if let Some((k, v)) = anns.get_key_value(&key) {
+                return Some(Annot { key: k, value: v });
+            }
+        }
+        None
+    }
+}
+
+#[cfg(test)]
+#[path = "engine_tests.rs"]
+mod tests;

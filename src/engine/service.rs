@@ -1,0 +1,83 @@
+//! Read-only helpers over a Service, so rules read fields the same way.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::core::v1::{Service, ServicePort};
+
+#[derive(Debug, Clone, Copy)]
+pub struct Svc<'a>(pub &'a Service);
+
+impl<'a> Svc<'a> {
+    pub fn annotations(self) -> Option<&'a BTreeMap<String, String>> {
+        self.0.metadata.annotations.as_ref()
+    }
+
+    pub fn annotation(self, key: &str) -> Option<&'a str> {
+        self.annotations()?.get(key).map(String::as_str)
+    }
+
+    pub fn label(self, key: &str) -> Option<&'a str> {
+        self.0
+            .metadata
+            .labels
+            .as_ref()?
+            .get(key)
+            .map(String::as_str)
+    }
+
+    pub fn finalizers(self) -> &'a [String] {
+        self.0.metadata.finalizers.as_deref().unwrap_or_default()
+    }
+
+    pub fn type_(self) -> &'a str {
+        self.0
+            .spec
+            .as_ref()
+            .and_then(|s| s.type_.as_deref())
+            .unwrap_or("ClusterIP")
+    }
+
+    pub fn is_lb(self) -> bool {
+        self.type_() == "LoadBalancer"
+    }
+
+    pub fn ports(self) -> &'a [ServicePort] {
+        self.0
+            .spec
+            .as_ref()
+            .and_then(|s| s.ports.as_deref())
+            .unwrap_or_default()
+    }
+
+    pub fn port_numbers(self) -> impl Iterator<Item = i32> + 'a {
+        self.ports().iter().map(|p| p.port)
+    }
+
+    pub fn has_port(self, port: i32) -> bool {
+        self.ports().iter().any(|p| p.port == port)
+    }
+
+    /// `spec.externalTrafficPolicy`; the API server defaults it to Cluster.
+    pub fn traffic_policy(self) -> Option<&'a str> {
+        self.0
+            .spec
+            .as_ref()
+            .and_then(|s| s.external_traffic_policy.as_deref())
+    }
+
+    pub fn external_ips(self) -> &'a [String] {
+        self.0
+            .spec
+            .as_ref()
+            .and_then(|s| s.external_ips.as_deref())
+            .unwrap_or_default()
+    }
+
+    pub fn namespaced_name(self) -> String {
+        format!(
+            "{}/{}",
+            self.0.metadata.namespace.as_deref().unwrap_or("default"),
+            self.0.metadata.name.as_deref().unwrap_or_default()
+        )
+    }
+}

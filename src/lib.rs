@@ -1,0 +1,11 @@
+//! lbguard: a Kubernetes admission webhook for `type: LoadBalancer` Services.
+#![forbid(unsafe_code)]
+
+pub mod cli;
+pub mod config;
+pub mod engine;
+pub mod providers;
+pub mod rules;
+
+#[cfg(test)]
+pub mod testkit;

@@ -1,0 +1,385 @@
+//! Alibaba Cloud ACK: annotation catalog and the rules only its CCM has.
+//!
+//! The known names are the public CCM's (`pkg/controller/service/reconcile/annotation/
+//! annotations.go`), plus NLB names the CCM parses in `nlbv2` (`listener-port-range`).
+
+use super::{Catalog, Provider};
+use crate::engine::{Ctx, Findings, Svc, annotation_field};
+use crate::rules::common::duplicates;
+use crate::rules::{Action, Check, Class, Gate, Rule};
+
+pub static CATALOG: Catalog = Catalog {
+    provider: Provider::Alibaba,
+    prefix: "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-",
+    legacy_prefix: Some("service.beta.kubernetes.io/alicloud-loadbalancer-"),
+    known: &[
+        "address-type",
+        "id",
+        "name",
+        "resource-group-id",
+        "additional-resource-tags",
+        "delete-protection",
+        "modification-protection",
+        "cert-id",
+        "protocol-port",
+        "idle-timeout",
+        "tls-cipher-policy",
+        "scheduler",
+        "connection-drain",
+        "connection-drain-timeout",
+        "vswitch-id",
+        "slb-network-type",
+        "charge-type",
+        "force-override-listeners",
+        "master-zoneid",
+        "slave-zoneid",
+        "bandwidth",
+        "spec",
+        "instance-charge-type",
+        "ip-version",
+        "external-ip-type",
+        "hostname",
+        "ip",
+        "acl-status",
+        "acl-id",
+        "acl-type",
+        "forward-port",
+        "http2-enabled",
+        "health-check-switch",
+        "health-check-flag",
+        "health-check-type",
+        "health-check-uri",
+        "health-check-connect-port",
+        "healthy-threshold",
+        "unhealthy-threshold",
+        "health-check-interval",
+        "health-check-connect-timeout",
+        "health-check-timeout",
+        "health-check-domain",
+        "health-check-httpcode",
+        "health-check-method",
+        "sticky-session",
+        "sticky-session-type",
+        "cookie-timeout",
+        "cookie",
+        "persistence-timeout",
+        "vgroup-port",
+        "xforwardedfor-proto",
+        "xforwardedfor-slbport",
+        "xforwardedfor-clientsrcport",
+        "request-timeout",
+        "established-timeout",
+        "proxy-protocol",
+        "backend-label",
+        "backend-ip-version",
+        "remove-unscheduled-backend",
+        "weight",
+        "default-weight",
+        "zone-maps",
+        "security-group-ids",
+        "bandwidth-package-id",
+        "cacert-id",
+        "cacert",
+        "cps",
+        "preserve-client-ip",
+        "server-group-type",
+        "ppv2-pvl-ep-id-enabled",
+        "ppv2-pvl-eps-id-enabled",
+        "ppv2-pvl-vpc-id-enabled",
+        "listener-port-range",
+    ],
+    default_address_type: Some("internet"),
+    lb_id_label: Some("service.k8s.alibaba/loadbalancer-id"),
+    finalizers: &["service.k8s.alibaba/resources", "service.k8s.alibaba/nlb"],
+};
+
+const ALIBABA: &[Provider] = &[Provider::Alibaba];
+
+pub static RULES: &[Rule] = &[
+    Rule {
+        id: "legacy-prefix-conflict",
+        providers: ALIBABA,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "The same key under alibaba-cloud-loadbalancer- and the legacy alicloud-loadbalancer- prefix with different values",
+        source: "Alibaba CCM annotations.go Get(): the new prefix wins silently",
+        check: Check::PerProvider(legacy_prefix_conflict),
+    },
+    Rule {
+        id: "annotation-format",
+        providers: ALIBABA,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "Value formats the Alibaba CCM parses (protocol-port, vgroup-port, weights, integers, forward-port, listener-port-range, zone-maps)",
+        source: "Alibaba CCM clbv1/listeners.go, clbv1/vgroups.go, nlbv2/*",
+        check: Check::PerProvider(annotation_format),
+    },
+    Rule {
+        id: "dependent-annotations",
+        providers: ALIBABA,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "acl-status on needs acl-id; sticky-session on needs its type; insert needs cookie-timeout, server needs cookie; vswitch-id needs intranet",
+        source: "ACK CCM docs/usage.md",
+        check: Check::PerProvider(dependent_annotations),
+    },
+];
+
+/// The CCM reads the new prefix first and ignores the legacy key when both exist, so a
+/// differing legacy value is silently dropped: almost always a half-done migration.
+fn legacy_prefix_conflict(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let (Some(new), Some(legacy)) = (ctx.new, cat.legacy_prefix) else {
+        return;
+    };
+    let Some(anns) = new.annotations() else {
+        return;
+    };
+    for (key, value) in anns {
+        let Some(suffix) = key.strip_prefix(legacy) else {
+            continue;
+        };
+        let current = cat.key(suffix);
+        if let Some(v) = anns.get(&current)
+            && v != value
+        {
+            out.push(
+                annotation_field(key),
+                format!("{key} is \"{value}\" but {current} is \"{v}\"; the cloud controller uses \"{v}\" and ignores the legacy key; remove {key} or give both the same value"),
+            );
+        }
+    }
+}
+
+fn is_int(v: &str) -> bool {
+    let v = v.strip_prefix('-').unwrap_or(v);
+    !v.is_empty() && v.len() <= 10 && v.bytes().all(|b| b.is_ascii_digit())
+}
+
+fn parse_port(v: &str) -> Option<i32> {
+    (is_int(v) && !v.starts_with('-'))
+        .then(|| v.parse::<i32>().ok())
+        .flatten()
+        .filter(|p| (1..=65535).contains(p))
+}
+
+const INTEGER_KEYS: &[&str] = &[
+    "idle-timeout",
+    "request-timeout",
+    "established-timeout",
+    "persistence-timeout",
+    "cookie-timeout",
+    "connection-drain-timeout",
+    "health-check-connect-port",
+    "healthy-threshold",
+    "unhealthy-threshold",
+    "health-check-interval",
+    "health-check-connect-timeout",
+    "health-check-timeout",
+    "bandwidth",
+];
+
+/// `<item>:<port>` lists, comma separated, where the port must be a Service port.
+fn port_list(
+    svc: Svc,
+    key: &str,
+    value: &str,
+    what: &str,
+    item_ok: impl Fn(&str) -> bool,
+    out: &mut Findings,
+) {
+    let mut ports = Vec::new();
+    for entry in value.split(',') {
+        let entry = entry.trim();
+        let Some((item, port)) = entry.rsplit_once(':') else {
+            out.push(
+                annotation_field(key),
+                format!("{key} entry \"{entry}\" is not {what}:<port>; the cloud controller fails to parse it; write e.g. {}", example(what)),
+            );
+            continue;
+        };
+        if !item_ok(item) {
+            out.push(
+                annotation_field(key),
+                format!(
+                    "{key} entry \"{entry}\": \"{item}\" is not a valid {what}; write e.g. {}",
+                    example(what)
+                ),
+            );
+        }
+        match parse_port(port) {
+            None => out.push(
+                annotation_field(key),
+                format!("{key} entry \"{entry}\": \"{port}\" is not a port number (1-65535)"),
+            ),
+            Some(p) if !svc.has_port(p) => out.push(
+                annotation_field(key),
+                format!("{key} entry \"{entry}\": port {p} is not one of spec.ports[].port ({}); use the Service port, not targetPort or nodePort", port_names(svc)),
+            ),
+            Some(p) => ports.push(p),
+        }
+    }
+    for p in duplicates(ports.into_iter()) {
+        out.push(
+            annotation_field(key),
+            format!("{key} lists port {p} more than once; give each port one entry"),
+        );
+    }
+}
+
+fn example(what: &str) -> &'static str {
+    match what {
+        "protocol" => "\"https:443,http:80\"",
+        "vgroup" => "\"vsp-bp1xxx:80\"",
+        _ => "\"<value>:<port>\"",
+    }
+}
+
+pub fn port_names(svc: Svc) -> String {
+    let ports: Vec<String> = svc.port_numbers().map(|p| p.to_string()).collect();
+    if ports.is_empty() {
+        "none".into()
+    } else {
+        ports.join(", ")
+    }
+}
+
+/// Each check mirrors a parse the CCM does, so the message says what the CCM would.
+fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "protocol-port") {
+        port_list(
+            new,
+            a.key,
+            a.value,
+            "protocol",
+            |p| ["http", "https", "tcp", "udp"].contains(&p),
+            out,
+        );
+    }
+    if let Some(a) = cat.get(new, "vgroup-port") {
+        port_list(
+            new,
+            a.key,
+            a.value,
+            "vgroup",
+            |v| v.starts_with("vsp-") && v.len() > 4,
+            out,
+        );
+    }
+    for suffix in ["weight", "default-weight"] {
+        if let Some(a) = cat.get(new, suffix) {
+            let ok =
+                is_int(a.value) && a.value.parse::<i64>().is_ok_and(|w| (0..=100).contains(&w));
+            if !ok {
+                out.push(
+                    annotation_field(a.key),
+                    format!(
+                        "{} is \"{}\"; allowed: an integer from 0 to 100",
+                        a.key, a.value
+                    ),
+                );
+            }
+        }
+    }
+    for suffix in INTEGER_KEYS {
+        if let Some(a) = cat.get(new, suffix)
+            && !is_int(a.value.trim())
+        {
+            out.push(
+                annotation_field(a.key),
+                format!("{} is \"{}\"; the cloud controller fails with \"strconv.Atoi: parsing {:?}: invalid syntax\"; allowed: an integer", a.key, a.value, a.value),
+            );
+        }
+    }
+    if let Some(a) = cat.get(new, "forward-port") {
+        for entry in a.value.split(',') {
+            let ok = entry.split_once(':').is_some_and(|(f, t)| {
+                parse_port(f.trim()).is_some() && parse_port(t.trim()).is_some()
+            });
+            if !ok {
+                out.push(
+                    annotation_field(a.key),
+                    format!(
+                        "{} entry \"{entry}\" is not <httpPort>:<httpsPort>; write e.g. \"80:443\"",
+                        a.key
+                    ),
+                );
+            }
+        }
+    }
+    if let Some(a) = cat.get(new, "listener-port-range") {
+        for entry in a.value.split(',') {
+            let ok = entry.split_once(':').and_then(|(range, port)| {
+                let (s, e) = range.trim().split_once('-')?;
+                let (s, e) = (parse_port(s.trim())?, parse_port(e.trim())?);
+                parse_port(port.trim())?;
+                (s < e).then_some(())
+            });
+            if ok.is_none() {
+                out.push(
+                    annotation_field(a.key),
+                    format!("{} entry \"{entry}\" is not <start>-<end>:<port> with 1 <= start < end <= 65535; write e.g. \"10000-10010:80\"", a.key),
+                );
+            }
+        }
+    }
+    if let Some(a) = cat.get(new, "zone-maps") {
+        for entry in a.value.split(',') {
+            let ok = entry
+                .split_once(':')
+                .is_some_and(|(z, v)| !z.trim().is_empty() && v.trim().starts_with("vsw-"));
+            if !ok {
+                out.push(
+                    annotation_field(a.key),
+                    format!("{} entry \"{entry}\" is not <zone>:<vswitch-id>; write e.g. \"cn-hangzhou-h:vsw-xxx,cn-hangzhou-i:vsw-yyy\"", a.key),
+                );
+            }
+        }
+    }
+}
+
+fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let get = |s: &str| cat.get(new, s);
+    let mut needs = |when: &str, when_value: Option<&str>, need: &str, need_value: Option<&str>| {
+        let Some(a) = get(when) else { return };
+        if when_value.is_some_and(|w| w != a.value) {
+            return;
+        }
+        let have = get(need);
+        let ok = match need_value {
+            None => have.is_some_and(|h| !h.value.is_empty()),
+            Some(v) => have.is_some_and(|h| h.value == v),
+        };
+        if !ok {
+            let need_desc = match need_value {
+                None => cat.key(need),
+                Some(v) => format!("{}: \"{v}\"", cat.key(need)),
+            };
+            out.push(
+                annotation_field(a.key),
+                format!(
+                    "{}: \"{}\" needs {need_desc}; add it, or remove {}",
+                    a.key, a.value, a.key
+                ),
+            );
+        }
+    };
+    needs("acl-status", Some("on"), "acl-id", None);
+    needs("sticky-session", Some("on"), "sticky-session-type", None);
+    needs(
+        "sticky-session-type",
+        Some("insert"),
+        "cookie-timeout",
+        None,
+    );
+    needs("sticky-session-type", Some("server"), "cookie", None);
+    needs("vswitch-id", None, "address-type", Some("intranet"));
+}
+
+#[cfg(test)]
+#[path = "alibaba_tests.rs"]
+mod tests;

@@ -1,0 +1,83 @@
+use rstest::rstest;
+
+use crate::providers::Provider::Alibaba;
+use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb};
+
+const LEGACY: &str = "service.beta.kubernetes.io/alicloud-loadbalancer-";
+
+#[rstest]
+#[case::legacy_only(None, Pass)]
+#[case::same_value(Some("internet"), Pass)]
+#[case::different_value(Some("intranet"), Deny)]
+fn legacy_prefix_conflict(#[case] current: Option<&str>, #[case] want: Expect) {
+    let mut s = lb().ann(format!("{LEGACY}address-type"), "internet");
+    if let Some(v) = current {
+        s = s.pa(Alibaba, "address-type", v);
+    }
+    expect(&create(s), &cfg(""), "legacy-prefix-conflict", want);
+}
+
+#[rstest]
+#[case::protocol_port_ok("protocol-port", "http:80,https:443", Pass)]
+#[case::protocol_port_bad_proto("protocol-port", "ftp:80", Deny)]
+#[case::protocol_port_not_a_service_port("protocol-port", "http:8080", Deny)]
+#[case::protocol_port_no_colon("protocol-port", "http80", Deny)]
+#[case::protocol_port_twice("protocol-port", "http:80,https:80", Deny)]
+#[case::vgroup_ok("vgroup-port", "vsp-bp1abc:80", Pass)]
+#[case::vgroup_bad_id("vgroup-port", "rsp-bp1abc:80", Deny)]
+#[case::weight_ok("weight", "100", Pass)]
+#[case::weight_too_big("weight", "101", Deny)]
+#[case::default_weight_word("default-weight", "high", Deny)]
+#[case::timeout_ok("idle-timeout", "30", Pass)]
+#[case::timeout_word("idle-timeout", "30s", Deny)]
+#[case::bandwidth_word("bandwidth", "ten", Deny)]
+#[case::forward_ok("forward-port", "80:443", Pass)]
+#[case::forward_bad("forward-port", "80-443", Deny)]
+#[case::range_ok("listener-port-range", "10000-10010:80", Pass)]
+#[case::range_backwards("listener-port-range", "10010-10000:80", Deny)]
+#[case::range_too_big("listener-port-range", "1-70000:80", Deny)]
+#[case::zones_ok("zone-maps", "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2", Pass)]
+#[case::zones_bad("zone-maps", "cn-hangzhou-h=vsw-1", Deny)]
+fn annotation_format(#[case] key: &str, #[case] value: &str, #[case] want: Expect) {
+    let s = lb().port(443, "TCP").pa(Alibaba, key, value);
+    let v = expect(&create(s), &cfg(""), "annotation-format", want);
+    if want == Deny {
+        assert!(v.denial_message().unwrap().contains(key));
+    }
+}
+
+#[test]
+fn annotation_format_reads_the_legacy_prefix_too() {
+    let s = lb().ann(format!("{LEGACY}weight"), "200");
+    expect(&create(s), &cfg(""), "annotation-format", Deny);
+}
+
+#[test]
+fn annotation_format_collects_every_problem() {
+    let s = lb()
+        .pa(Alibaba, "weight", "-1")
+        .pa(Alibaba, "idle-timeout", "x")
+        .pa(Alibaba, "protocol-port", "ftp:1");
+    let v = expect(&create(s), &cfg(""), "annotation-format", Deny);
+    assert_eq!(
+        v.denials()
+            .filter(|d| d.rule == "annotation-format")
+            .count(),
+        4
+    );
+}
+
+#[rstest]
+#[case::acl_on_with_id(&[("acl-status", "on"), ("acl-id", "acl-1")], Pass)]
+#[case::acl_on_without_id(&[("acl-status", "on")], Deny)]
+#[case::acl_off(&[("acl-status", "off")], Pass)]
+#[case::sticky_without_type(&[("sticky-session", "on")], Deny)]
+#[case::insert_without_timeout(&[("sticky-session", "on"), ("sticky-session-type", "insert")], Deny)]
+#[case::insert_with_timeout(&[("sticky-session", "on"), ("sticky-session-type", "insert"), ("cookie-timeout", "1800")], Pass)]
+#[case::server_without_cookie(&[("sticky-session", "on"), ("sticky-session-type", "server")], Deny)]
+#[case::vswitch_internet(&[("vswitch-id", "vsw-1"), ("address-type", "internet")], Deny)]
+#[case::vswitch_intranet(&[("vswitch-id", "vsw-1"), ("address-type", "intranet")], Pass)]
+fn dependent_annotations(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
+    let s = anns.iter().fold(lb(), |s, (k, v)| s.pa(Alibaba, k, v));
+    expect(&create(s), &cfg(""), "dependent-annotations", want);
+}

@@ -1,0 +1,81 @@
+//! CTyun CCE: annotation catalog and the ip-mode rules.
+//!
+//! The seed (000) documents only `ip-mode: "proxy"`, so the value is matched exactly;
+//! Kubernetes' own `VIP` mode is what the Service gets without the annotation.
+
+use super::{Catalog, Provider};
+use crate::engine::version::KubeVersion;
+use crate::engine::{Ctx, Findings, annotation_field};
+use crate::rules::common::{VersionOf, require_version};
+use crate::rules::{Action, Check, Class, Gate, Rule};
+
+pub static CATALOG: Catalog = Catalog {
+    provider: Provider::Ctyun,
+    prefix: "service.beta.kubernetes.io/ctyun-loadbalancer-",
+    legacy_prefix: None,
+    known: &["id", "address-type", "spec", "resource-pack-id", "ip-mode"],
+    default_address_type: Some("intranet"),
+    lb_id_label: None,
+    finalizers: &[],
+};
+
+const CTYUN: &[Provider] = &[Provider::Ctyun];
+
+pub static RULES: &[Rule] = &[
+    Rule {
+        id: "ip-mode-value",
+        providers: CTYUN,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "ctyun-loadbalancer-ip-mode is \"proxy\"",
+        source: "000 \"service.beta.kubernetes.io/ctyun-loadbalancer-ip-mode = \\\"proxy\\\"\"",
+        check: Check::PerProvider(ip_mode_value),
+    },
+    Rule {
+        id: "ip-mode-version",
+        providers: CTYUN,
+        class: Class::Version,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "ip-mode: proxy needs Kubernetes 1.30 or newer",
+        source: "000 \"该特性要求Kubernetes集群版本大于v1.29\"",
+        check: Check::PerProvider(ip_mode_version),
+    },
+];
+
+/// First version with `status.loadBalancer.ingress[].ipMode` ("greater than v1.29").
+pub const IP_MODE_MIN: KubeVersion = KubeVersion::new(1, 30, 0, 0);
+
+fn ip_mode_value(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "ip-mode")
+        && a.value != "proxy"
+    {
+        out.push(
+            annotation_field(a.key),
+            format!("{} is \"{}\"; allowed: \"proxy\" (exact, lower case); remove the annotation for the default VIP mode", a.key, a.value),
+        );
+    }
+}
+
+fn ip_mode_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "ip-mode")
+        && a.value == "proxy"
+    {
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(a.key),
+            &format!("{}: \"proxy\"", a.key),
+            "Kubernetes v1.30 or newer",
+            |v| *v >= IP_MODE_MIN,
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "ctyun_tests.rs"]
+mod tests;

@@ -1,0 +1,649 @@
+//! Huawei Cloud CCE / CCE Turbo (seeds 002, 003): ELB annotations, listener hosting
+//! (`skip-managed-listener`) and the cluster-version gates of ELB features.
+
+use super::{Catalog, Provider};
+use crate::config::Flavor;
+use crate::engine::version::KubeVersion;
+use crate::engine::{Ctx, Findings, Svc, annotation_field};
+use crate::providers::alibaba::port_names;
+use crate::rules::common::{VersionOf, ccm_only, duplicates, require_version};
+use crate::rules::{Action, Check, Class, Gate, Rule};
+
+/// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
+pub static CATALOG: Catalog = Catalog {
+    provider: Provider::Huawei,
+    prefix: "kubernetes.io/elb.",
+    legacy_prefix: None,
+    known: &[
+        "id",
+        "class",
+        "autocreate",
+        "protocol-port",
+        "cert-id",
+        "pass-through",
+        "skip-managed-listener",
+        "multicluster",
+        "listener-port",
+        "listener-port-ranges-auto-generated",
+        "subnet-id",
+        "eip-id",
+        "lb-algorithm",
+        "session-affinity-flag",
+        "session-affinity-mode",
+        "session-affinity-option",
+        "health-check-flag",
+        "health-check-option",
+        "health-check-options",
+        "enterpriseID",
+        "keepalive_timeout",
+        "client_timeout",
+        "member_timeout",
+        "idle-timeout",
+        "request-timeout",
+        "response-timeout",
+        "x-forwarded-host",
+        "x-forwarded-port",
+        "acl-id",
+        "acl-status",
+        "acl-type",
+        "tls-certificate-ids",
+        "http2-enable",
+        "security-policy-id",
+        "security_policy_id",
+        "tls-ciphers-policy",
+        "mark",
+        "listener-port-ranges",
+        "enable-transparent-client-ip",
+        "connection-drain",
+        "gzip-enabled",
+        "proxy-protocol-enable",
+        "eip-auto-delete",
+        "tags",
+        "ipv6-address",
+        "ipv6-ipaddress",
+        "access-log-enabled",
+        "host-header-rewrite",
+    ],
+    default_address_type: None,
+    lb_id_label: None,
+    finalizers: &[],
+};
+
+const HUAWEI: &[Provider] = &[Provider::Huawei];
+
+macro_rules! rule {
+    ($id:literal, $class:ident, $gate:ident, $default:ident, $title:literal, $source:literal, $check:ident) => {
+        Rule {
+            id: $id,
+            providers: HUAWEI,
+            class: Class::$class,
+            gate: Gate::$gate,
+            default: Action::$default,
+            title: $title,
+            source: $source,
+            check: Check::PerProvider($check),
+        }
+    };
+}
+
+pub static RULES: &[Rule] = &[
+    rule!(
+        "skip-listener-irreversible",
+        Transition,
+        Transition,
+        Deny,
+        "Once elb.skip-managed-listener is \"true\" it stays \"true\"",
+        "003 \"取消监听器托管后不支持恢复，如需恢复...需要删除并重建Service\"",
+        skip_listener_irreversible
+    ),
+    rule!(
+        "skip-listener-needs-existing-elb",
+        Object,
+        Admit,
+        Deny,
+        "skip-managed-listener: \"true\" needs kubernetes.io/elb.id and no elb.autocreate",
+        "003 \"只支持选择已有ELB，不支持自动创建ELB\"",
+        skip_listener_needs_existing_elb
+    ),
+    rule!(
+        "skip-listener-not-multicluster",
+        Object,
+        Admit,
+        Deny,
+        "skip-managed-listener cannot be combined with kubernetes.io/elb.multicluster",
+        "003 \"取消监听器托管不可与跨集群后端特性（kubernetes.io/elb.multicluster）同时使用\"",
+        skip_listener_not_multicluster
+    ),
+    rule!(
+        "skip-listener-version",
+        Version,
+        Admit,
+        Deny,
+        "skip-managed-listener needs v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or a newer minor",
+        "003 功能说明 table",
+        skip_listener_version
+    ),
+    rule!(
+        "system-annotations-reserved",
+        Object,
+        Admit,
+        Deny,
+        "Users may not set, change or remove elb.listener-port / elb.listener-port-ranges-auto-generated",
+        "003 \"请勿自行指定该注解，且不建议自行修改或删除\"",
+        system_annotations_reserved
+    ),
+    rule!(
+        "protocol-port-format",
+        Object,
+        Admit,
+        Deny,
+        "elb.protocol-port is proto:port pairs; each port a spec.ports[].port with protocol TCP (UDP for udp)",
+        "002 \"protocol-port的取值需要和service的spec.ports字段中的端口对应\"",
+        protocol_port_format
+    ),
+    rule!(
+        "https-needs-cert",
+        Object,
+        Admit,
+        Deny,
+        "An https entry in elb.protocol-port needs kubernetes.io/elb.cert-id",
+        "002 \"当protocol-port指定了https协议，ELB监听器的证书会设置为cert-id证书\"",
+        https_needs_cert
+    ),
+    rule!(
+        "http-version",
+        Version,
+        Admit,
+        Deny,
+        "HTTP/HTTPS in elb.protocol-port needs cluster v1.19.16 or newer",
+        "002 \"Service使用HTTP僅v1.19.16及以上版本集群支持\"",
+        http_version
+    ),
+    rule!(
+        "dedicated-elb-version",
+        Version,
+        Admit,
+        Deny,
+        "elb.class: performance needs cluster v1.17 or newer",
+        "002 \"獨享型ELB僅支持1.17及以上集群\"",
+        dedicated_elb_version
+    ),
+    rule!(
+        "pass-through-version",
+        Version,
+        Admit,
+        Deny,
+        "elb.pass-through needs cluster v1.16 or newer (\"> v1.15\")",
+        "002 \"1.15及以下老版本集群暫不支持該能力\"",
+        pass_through_version
+    ),
+    rule!(
+        "huawei-autocreate-valid",
+        Object,
+        Admit,
+        Deny,
+        "elb.autocreate is a valid JSON object (type, bandwidth, flavors, zones) and excludes elb.id",
+        "002 examples; \"需要在kubernetes.io/elb.autocreate的annotation中指定4層和7層flavor\"",
+        huawei_autocreate_valid
+    ),
+    rule!(
+        "traffic-policy-change",
+        Transition,
+        Transition,
+        Warn,
+        "externalTrafficPolicy Cluster -> Local on an existing Service leaves stale connection tracking",
+        "002",
+        traffic_policy_change
+    ),
+    rule!(
+        "turbo-cluster-policy",
+        Object,
+        Admit,
+        Deny,
+        "On CCE Turbo (cluster.flavor: turbo) externalTrafficPolicy must be Cluster",
+        "002 \"CCE Turbo集群僅支持集群級別服務親和\"",
+        turbo_cluster_policy
+    ),
+];
+
+const SKIP: &str = "skip-managed-listener";
+const SYSTEM_KEYS: [&str; 2] = ["listener-port", "listener-port-ranges-auto-generated"];
+
+fn skipping(cat: &Catalog, svc: Svc) -> bool {
+    cat.get(svc, SKIP).is_some_and(|a| a.value == "true")
+}
+
+fn skip_listener_irreversible(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    if skipping(cat, old) && !skipping(cat, new) {
+        let key = cat.key(SKIP);
+        let now = cat
+            .get(new, SKIP)
+            .map_or_else(|| "removed".to_string(), |a| format!("\"{}\"", a.value));
+        out.push(
+            annotation_field(&key),
+            format!("{key} was \"true\" and is now {now}: listener hosting cannot be turned back on; keep \"true\", or delete and recreate the Service"),
+        );
+    }
+}
+
+fn skip_listener_needs_existing_elb(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if !skipping(cat, new) {
+        return;
+    }
+    let key = cat.key(SKIP);
+    if cat.get(new, "id").is_none() {
+        out.push(
+            annotation_field(&key),
+            format!(
+                "{key}: \"true\" needs an existing ELB: add {} (an ELB in the cluster's VPC)",
+                cat.key("id")
+            ),
+        );
+    }
+    if let Some(a) = cat.get(new, "autocreate") {
+        out.push(
+            annotation_field(a.key),
+            format!("{key}: \"true\" cannot be used with {} (auto-created ELBs are not supported); use {} of an existing ELB", a.key, cat.key("id")),
+        );
+    }
+}
+
+fn skip_listener_not_multicluster(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if skipping(cat, new)
+        && let Some(m) = cat.get(new, "multicluster")
+        && m.value == "true"
+    {
+        out.push(
+            annotation_field(m.key),
+            format!(
+                "{}: \"true\" cannot be combined with {}: \"true\"; remove one of them",
+                m.key,
+                cat.key(SKIP)
+            ),
+        );
+    }
+}
+
+/// Minimum version per minor; older minors never qualify, newer minors always do.
+const SKIP_MIN: &[KubeVersion] = &[
+    KubeVersion::new(1, 29, 15, 90),
+    KubeVersion::new(1, 30, 14, 90),
+    KubeVersion::new(1, 31, 14, 50),
+    KubeVersion::new(1, 32, 13, 20),
+    KubeVersion::new(1, 33, 12, 0),
+    KubeVersion::new(1, 34, 8, 0),
+    KubeVersion::new(1, 35, 5, 0),
+    KubeVersion::new(1, 36, 1, 10),
+];
+
+pub fn skip_listener_supported(v: &KubeVersion) -> bool {
+    let (first, last) = (SKIP_MIN[0], SKIP_MIN[SKIP_MIN.len() - 1]);
+    if (v.major, v.minor) > (last.major, last.minor) {
+        return true;
+    }
+    if (v.major, v.minor) < (first.major, first.minor) {
+        return false;
+    }
+    SKIP_MIN
+        .iter()
+        .find(|m| (m.major, m.minor) == (v.major, v.minor))
+        .is_some_and(|m| v >= m)
+}
+
+fn skip_listener_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if skipping(cat, new) {
+        let key = cat.key(SKIP);
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(&key),
+            &format!("{key}: \"true\""),
+            "v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or newer",
+            skip_listener_supported,
+        );
+    }
+}
+
+/// CCE writes these after creating a skip-managed-listener Service on a dedicated ELB;
+/// users never create them, and only the CCM may change them afterwards.
+fn system_annotations_reserved(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let old = ctx.old.filter(|o| o.is_lb());
+    for suffix in SYSTEM_KEYS {
+        let key = cat.key(suffix);
+        let n = new.annotation(&key);
+        match old {
+            None => {
+                if let Some(v) = n {
+                    out.push(
+                        annotation_field(&key),
+                        format!("{key}: \"{v}\" is set by CCE for its own bookkeeping and cannot be given by users; remove it"),
+                    );
+                }
+            }
+            Some(old) => {
+                let o = old.annotation(&key);
+                if o != n {
+                    let show = |v: Option<&str>| {
+                        v.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""))
+                    };
+                    ccm_only(
+                        ctx,
+                        out,
+                        annotation_field(&key),
+                        format!(
+                            "{key} is managed by CCE and cannot be changed or removed (was {}, now {}); changing it makes ELB clean-up fail; restore the old value",
+                            show(o),
+                            show(n)
+                        ),
+                    );
+                }
+            }
+        }
+    }
+}
+
+/// One `proto:port` entry: protocol, port (if a valid number) and the entry as written.
+type Entry<'a> = (&'a str, Option<i32>, &'a str);
+
+/// Parsed `elb.protocol-port` entries; malformed entries are returned separately.
+fn protocol_entries(value: &str) -> (Vec<Entry<'_>>, Vec<&str>) {
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for entry in value.split(',').map(str::trim) {
+        match entry.split_once(':') {
+            Some((proto, port)) => ok.push((
+                proto,
+                port.trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|p| (1..=65535).contains(p)),
+                entry,
+            )),
+            None => bad.push(entry),
+        }
+    }
+    (ok, bad)
+}
+
+fn layer7(cat: &Catalog, svc: Svc) -> bool {
+    cat.get(svc, "protocol-port").is_some_and(|a| {
+        protocol_entries(a.value)
+            .0
+            .iter()
+            .any(|(p, _, _)| *p == "http" || *p == "https")
+    })
+}
+
+const ELB_PROTOCOLS: [&str; 5] = ["http", "https", "tcp", "udp", "tls"];
+
+fn protocol_port_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some(a) = cat.get(new, "protocol-port") else {
+        return;
+    };
+    let field = annotation_field(a.key);
+    let (entries, bad) = protocol_entries(a.value);
+    for entry in bad {
+        out.push(
+            field.clone(),
+            format!(
+                "{} entry \"{entry}\" is not protocol:port; write e.g. \"https:443,http:80\"",
+                a.key
+            ),
+        );
+    }
+    let mut ports = Vec::new();
+    for (proto, port, entry) in entries {
+        if !ELB_PROTOCOLS.contains(&proto) {
+            out.push(
+                field.clone(),
+                format!("{} entry \"{entry}\": protocol \"{proto}\" is not one of http, https, tcp, udp, tls (lower case)", a.key),
+            );
+        }
+        let Some(port) = port else {
+            out.push(
+                field.clone(),
+                format!(
+                    "{} entry \"{entry}\": the port is not a number from 1 to 65535",
+                    a.key
+                ),
+            );
+            continue;
+        };
+        ports.push(port);
+        let spec: Vec<&str> = new
+            .ports()
+            .iter()
+            .filter(|p| p.port == port)
+            .map(|p| p.protocol.as_deref().unwrap_or("TCP"))
+            .collect();
+        if spec.is_empty() {
+            out.push(
+                field.clone(),
+                format!("{} entry \"{entry}\": port {port} is not one of spec.ports[].port ({}); each entry must name a Service port", a.key, port_names(new)),
+            );
+            continue;
+        }
+        let want = if proto == "udp" { "UDP" } else { "TCP" };
+        if !spec.contains(&want) {
+            out.push(
+                field.clone(),
+                format!("{} entry \"{entry}\": spec.ports port {port} has protocol {}, but an ELB {proto} listener needs protocol {want} in spec.ports", a.key, spec.join("/")),
+            );
+        }
+    }
+    for p in duplicates(ports.into_iter()) {
+        out.push(
+            field.clone(),
+            format!(
+                "{} lists port {p} more than once; give each port one protocol",
+                a.key
+            ),
+        );
+    }
+}
+
+fn https_needs_cert(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some(a) = cat.get(new, "protocol-port") else {
+        return;
+    };
+    let https = protocol_entries(a.value)
+        .0
+        .iter()
+        .any(|(p, _, _)| *p == "https");
+    if https
+        && cat
+            .get(new, "cert-id")
+            .is_none_or(|c| c.value.trim().is_empty())
+    {
+        out.push(
+            annotation_field(a.key),
+            format!(
+                "{} has an https entry but {} is not set; add the ELB certificate id as {}",
+                a.key,
+                cat.key("cert-id"),
+                cat.key("cert-id")
+            ),
+        );
+    }
+}
+
+fn http_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if layer7(cat, new) {
+        let key = cat.key("protocol-port");
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(&key),
+            &format!("HTTP/HTTPS in {key}"),
+            "a v1.19.16 or newer cluster",
+            |v| *v >= KubeVersion::new(1, 19, 16, 0),
+        );
+    }
+}
+
+fn dedicated_elb_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "class")
+        && a.value == "performance"
+    {
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(a.key),
+            &format!("a dedicated ELB ({}: \"performance\")", a.key),
+            "a v1.17 or newer cluster",
+            |v| (v.major, v.minor) >= (1, 17),
+        );
+    }
+}
+
+fn pass_through_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "pass-through") {
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(a.key),
+            a.key,
+            "a cluster newer than v1.15 (v1.16+)",
+            |v| (v.major, v.minor) > (1, 15),
+        );
+    }
+}
+
+fn huawei_autocreate_valid(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some(a) = cat.get(new, "autocreate") else {
+        return;
+    };
+    let field = annotation_field(a.key);
+    let key = a.key;
+    if let Some(id) = cat.get(new, "id") {
+        out.push(
+            field.clone(),
+            format!("{key} and {} cannot both be set: use an existing ELB (elb.id) or let CCE create one (elb.autocreate), not both", id.key),
+        );
+    }
+    let obj = match serde_json::from_str::<serde_json::Value>(a.value) {
+        Ok(serde_json::Value::Object(o)) => o,
+        Ok(_) => {
+            out.push(
+                field,
+                format!("{key} must be a JSON object, e.g. '{{\"type\":\"public\",...}}'"),
+            );
+            return;
+        }
+        Err(e) => {
+            out.push(field, format!("{key} is not valid JSON ({e}); write a JSON object, e.g. '{{\"type\":\"inner\"}}'"));
+            return;
+        }
+    };
+    let nonempty_str = |k: &str| {
+        obj.get(k)
+            .and_then(|v| v.as_str())
+            .is_some_and(|s| !s.trim().is_empty())
+    };
+    let ty = obj.get("type").and_then(|v| v.as_str());
+    match ty {
+        Some("public") => {
+            for k in [
+                "bandwidth_name",
+                "bandwidth_chargemode",
+                "bandwidth_sharetype",
+                "eip_type",
+            ] {
+                if !nonempty_str(k) {
+                    out.push(
+                        field.clone(),
+                        format!("{key}: type \"public\" needs \"{k}\" (a non-empty string)"),
+                    );
+                }
+            }
+            let size_ok = obj
+                .get("bandwidth_size")
+                .and_then(|v| v.as_f64())
+                .is_some_and(|n| n > 0.0);
+            if !size_ok {
+                out.push(field.clone(), format!("{key}: type \"public\" needs \"bandwidth_size\" (a positive number, Mbit/s)"));
+            }
+        }
+        Some("inner") => {}
+        other => out.push(
+            field.clone(),
+            format!(
+                "{key}: \"type\" is {}; allowed: \"public\" or \"inner\"",
+                other.map_or_else(|| "missing".to_string(), |t| format!("\"{t}\""))
+            ),
+        ),
+    }
+    let dedicated = cat
+        .get(new, "class")
+        .is_some_and(|c| c.value == "performance");
+    if dedicated {
+        let zones_ok = obj
+            .get("available_zone")
+            .and_then(|v| v.as_array())
+            .is_some_and(|z| {
+                !z.is_empty() && z.iter().all(|x| x.as_str().is_some_and(|s| !s.is_empty()))
+            });
+        if !zones_ok {
+            out.push(field.clone(), format!("{key}: a dedicated ELB (elb.class: performance) needs \"available_zone\" (a non-empty array of zone names)"));
+        }
+        if !nonempty_str("l4_flavor_name") {
+            out.push(
+                field.clone(),
+                format!("{key}: a dedicated ELB needs \"l4_flavor_name\""),
+            );
+        }
+        if layer7(cat, new) && !nonempty_str("l7_flavor_name") {
+            out.push(
+                field.clone(),
+                format!(
+                    "{key}: a dedicated ELB with http/https in {} needs \"l7_flavor_name\"",
+                    cat.key("protocol-port")
+                ),
+            );
+        }
+    }
+}
+
+fn traffic_policy_change(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    let before = old.traffic_policy().unwrap_or("Cluster");
+    if before == "Cluster" && new.traffic_policy() == Some("Local") {
+        out.push(
+            "spec.externalTrafficPolicy",
+            "spec.externalTrafficPolicy changes from Cluster to Local on an existing Service: the nodes' connection tracking entries are not cleared and some clients keep failing; recreate the Service with Local instead",
+        );
+    }
+}
+
+fn turbo_cluster_policy(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if ctx.config.cluster.flavor == Flavor::Turbo && new.traffic_policy() == Some("Local") {
+        out.push(
+            "spec.externalTrafficPolicy",
+            "spec.externalTrafficPolicy is \"Local\" but CCE Turbo clusters support only \"Cluster\"; set spec.externalTrafficPolicy: Cluster",
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "huawei_tests.rs"]
+mod tests;

@@ -1,0 +1,269 @@
+//! Volcengine VKE: reuse of an existing CLB/NLB (seed 004). The reuse annotations are
+//! all required together and none can change once the Service exists.
+
+use super::{Catalog, Provider};
+use crate::engine::version::KubeVersion;
+use crate::engine::{Ctx, Findings, annotation_field};
+use crate::providers::alibaba::port_names;
+use crate::rules::common::{VersionOf, duplicates, require_version};
+use crate::rules::{Action, Check, Class, Gate, Rule};
+
+/// Names from the seed plus the CCM's documented CLB/NLB annotations.
+pub static CATALOG: Catalog = Catalog {
+    provider: Provider::Volcengine,
+    prefix: "service.beta.kubernetes.io/volcengine-loadbalancer-",
+    legacy_prefix: None,
+    known: &[
+        "id",
+        "server-group-id",
+        "weight",
+        "weights",
+        "address-type",
+        "subnet-id",
+        "name",
+        "spec",
+        "type",
+        "ip-version",
+        "project-name",
+        "master-zone-id",
+        "slave-zone-id",
+        "eip-billing-type",
+        "eip-bandwidth",
+        "eip-isp",
+        "bandwidth-package-id",
+        "scheduler",
+        "protocol-port",
+        "cert-id",
+        "pass-through",
+        "health-check-flag",
+        "health-check-type",
+        "health-check-interval",
+        "health-check-timeout",
+        "health-check-healthy-threshold",
+        "health-check-unhealthy-threshold",
+        "health-check-domain",
+        "health-check-uri",
+        "health-check-http-code",
+        "health-check-method",
+        "persistence-type",
+        "persistence-timeout",
+        "cookie",
+        "proxy-protocol",
+        "acl-status",
+        "acl-ids",
+        "acl-type",
+        "connection-drain-enabled",
+        "connection-drain-timeout",
+        "tags",
+        "modification-protection-status",
+        "security-group-ids",
+        "zone-mappings",
+    ],
+    default_address_type: None,
+    lb_id_label: None,
+    finalizers: &[],
+};
+
+const VOLC: &[Provider] = &[Provider::Volcengine];
+
+pub static RULES: &[Rule] = &[
+    Rule {
+        id: "server-group-immutable",
+        providers: VOLC,
+        class: Class::Transition,
+        gate: Gate::Transition,
+        default: Action::Deny,
+        title: "server-group-id cannot be added, removed or changed on an existing Service",
+        source: "004 \"不支持在已有 Service 中，添加、删除或修改...server-group-id字段\"",
+        check: Check::PerProvider(server_group_immutable),
+    },
+    Rule {
+        id: "weight-immutable",
+        providers: VOLC,
+        class: Class::Transition,
+        gate: Gate::Transition,
+        default: Action::Deny,
+        title: "weight cannot change on an existing Service",
+        source: "004 table: 是否支持修改 = 否",
+        check: Check::PerProvider(weight_immutable),
+    },
+    Rule {
+        id: "reuse-requires-fields",
+        providers: VOLC,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "With -id set, -server-group-id and -weight are both required",
+        source: "004 table: 是否必须 = 是",
+        check: Check::PerProvider(reuse_requires_fields),
+    },
+    Rule {
+        id: "server-group-format",
+        providers: VOLC,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "server-group-id is rsp-<id>:<port>[,...] with each port a spec.ports[].port, none twice",
+        source: "004 \"端口号，为 Service spec配置中的port端口，而非target port或node port端口\"",
+        check: Check::PerProvider(server_group_format),
+    },
+    Rule {
+        id: "weight-range",
+        providers: VOLC,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "weight is an integer 0..100 (0 warns: no new requests)",
+        source: "004 \"整数形式，取值范围为 0～100...权重配置为 0 时，表示该服务器不会再接受新请求\"",
+        check: Check::PerProvider(weight_range),
+    },
+    Rule {
+        id: "nlb-requires-ccm-version",
+        providers: VOLC,
+        class: Class::Version,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "An nlb- load balancer id needs cloud-controller-manager v1.45.1 or newer",
+        source: "004 \"如需对接 NLB 实例，请升级 cloud-controller-manager 组件至 v1.45.1 及以上版本\"",
+        check: Check::PerProvider(nlb_requires_ccm_version),
+    },
+];
+
+pub const NLB_CCM_MIN: KubeVersion = KubeVersion::new(1, 45, 1, 0);
+
+/// Shared by the two immutability rules: any add, remove or change is a finding.
+fn immutable(ctx: &Ctx, cat: &'static Catalog, suffix: &str, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    let (o, n) = (
+        cat.get(old, suffix).map(|a| a.value),
+        cat.get(new, suffix).map(|a| a.value),
+    );
+    if o == n {
+        return;
+    }
+    let key = cat.key(suffix);
+    let show = |v: Option<&str>| v.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""));
+    out.push(
+        annotation_field(&key),
+        format!("{key} cannot be added, removed or changed on an existing Service (was {}, now {}); restore the old value, or delete and recreate the Service", show(o), show(n)),
+    );
+}
+
+fn server_group_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    immutable(ctx, cat, "server-group-id", out);
+}
+
+fn weight_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    immutable(ctx, cat, "weight", out);
+}
+
+fn reuse_requires_fields(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some(id) = cat.get(new, "id") else { return };
+    for (suffix, example) in [("server-group-id", "\"rsp-xxx:80\""), ("weight", "\"100\"")] {
+        if cat
+            .get(new, suffix)
+            .is_none_or(|a| a.value.trim().is_empty())
+        {
+            let key = cat.key(suffix);
+            out.push(
+                annotation_field(&key),
+                format!("{key} is required when {}: \"{}\" reuses a load balancer; add it (e.g. {example})", id.key, id.value),
+            );
+        }
+    }
+}
+
+fn server_group_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some(a) = cat.get(new, "server-group-id") else {
+        return;
+    };
+    let field = annotation_field(a.key);
+    let mut ports = Vec::new();
+    for entry in a.value.split(',') {
+        let entry = entry.trim();
+        let parsed = entry.rsplit_once(':').and_then(|(group, port)| {
+            let ok_group = group.strip_prefix("rsp-").is_some_and(|id| {
+                !id.is_empty()
+                    && id
+                        .bytes()
+                        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'*')
+            });
+            let port = port.parse::<i32>().ok().filter(|p| (1..=65535).contains(p));
+            ok_group.then_some(port).flatten()
+        });
+        match parsed {
+            None => out.push(
+                field.clone(),
+                format!("{} entry \"{entry}\" is not rsp-<id>:<port>; write e.g. \"rsp-2fe7xxx:80,rsp-2fe7yyy:443\"", a.key),
+            ),
+            Some(p) if !new.has_port(p) => out.push(
+                field.clone(),
+                format!("{} entry \"{entry}\": port {p} is not one of spec.ports[].port ({}); use the Service port, not targetPort or nodePort", a.key, port_names(new)),
+            ),
+            Some(p) => ports.push(p),
+        }
+    }
+    for p in duplicates(ports.into_iter()) {
+        out.push(
+            field.clone(),
+            format!(
+                "{} lists port {p} more than once; each Service port maps to one server group",
+                a.key
+            ),
+        );
+    }
+}
+
+fn weight_range(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some(a) = cat.get(new, "weight") else {
+        return;
+    };
+    let field = annotation_field(a.key);
+    let parsed =
+        (!a.value.is_empty() && a.value.len() <= 3 && a.value.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| a.value.parse::<u32>().ok())
+            .flatten();
+    match parsed {
+        Some(0) => out.advise(
+            field,
+            format!(
+                "{} is \"0\": the backends get no new requests; set 1-100 to send traffic",
+                a.key
+            ),
+        ),
+        Some(w) if w <= 100 => {}
+        _ => out.push(
+            field,
+            format!(
+                "{} is \"{}\"; allowed: an integer from 0 to 100",
+                a.key, a.value
+            ),
+        ),
+    }
+}
+
+fn nlb_requires_ccm_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "id")
+        && a.value.starts_with("nlb-")
+    {
+        require_version(
+            ctx,
+            out,
+            VersionOf::Ccm,
+            &annotation_field(a.key),
+            &format!("an NLB ({}: \"{}\")", a.key, a.value),
+            "cloud-controller-manager v1.45.1 or newer",
+            |v| *v >= NLB_CCM_MIN,
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "volcengine_tests.rs"]
+mod tests;

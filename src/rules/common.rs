@@ -1,0 +1,451 @@
+//! Rules that several providers share. Each takes the provider's catalog as data instead
+//! of being written once per cloud.
+
+use std::collections::BTreeSet;
+
+use super::{Action, Check, Class, Gate, Rule};
+use crate::engine::version::{Known, KubeVersion};
+use crate::engine::{Ctx, Findings, Svc, annotation_field};
+use crate::providers::{Catalog, Provider, catalog};
+
+const ALL: &[Provider] = &Provider::ALL;
+
+pub static RULES: &[Rule] = &[
+    Rule {
+        id: "lb-id-immutable",
+        providers: ALL,
+        class: Class::Transition,
+        gate: Gate::Transition,
+        default: Action::Deny,
+        title: "The load balancer id annotation cannot be added, removed or changed on an existing LoadBalancer Service",
+        source: "000/001 \"已创建LoadBalancer类型的Service不支持重新复用或更换负载均衡实例\"; 004 \"不支持在已有 Service 中，添加、删除或修改 ...-id\"",
+        check: Check::PerProvider(lb_id_immutable),
+    },
+    Rule {
+        id: "type-change-drops-lb",
+        providers: ALL,
+        class: Class::Transition,
+        gate: Gate::AnyUpdate,
+        default: Action::Warn,
+        title: "Changing type away from LoadBalancer makes the CCM delete the load balancer configuration",
+        source: "000/001 \"当Type=LoadBalancer的Service变更为Type!=LoadBalancer时，CCM会删除为该负载均衡添加的配置\"",
+        check: Check::Generic(type_change_drops_lb),
+    },
+    Rule {
+        id: "finalizer-protected",
+        providers: ALL,
+        class: Class::Transition,
+        gate: Gate::Update,
+        default: Action::Deny,
+        title: "Only the CCM may remove its finalizers (service.k8s.alibaba/resources, service.k8s.alibaba/nlb, ccm.finalizers)",
+        source: "000/001 \"请勿手动删除或修改...Finalizer，手动操作Finalizer可能会导致...资源无法被正常回收\"",
+        check: Check::Generic(finalizer_protected),
+    },
+    Rule {
+        id: "address-type-value",
+        providers: &[Provider::Ctyun, Provider::Alibaba],
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "address-type is \"internet\" or \"intranet\", exact case",
+        source: "000, 001 address-type: \"internet\" / \"intranet\"",
+        check: Check::PerProvider(address_type_value),
+    },
+    Rule {
+        id: "in-cluster-access-advice",
+        providers: &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei],
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Warn,
+        title: "externalTrafficPolicy: Local without ip-mode proxy / hostname / pass-through: in-cluster clients of the LB IP can fail",
+        source: "000, 001 \"在集群内访问 LoadBalancer Service 的 External IP 的注意事项\"; 002 \"集群内使用ELB地址无法访问Service\"",
+        check: Check::PerProvider(in_cluster_access_advice),
+    },
+    Rule {
+        id: "enum-values",
+        providers: &[Provider::Alibaba, Provider::Huawei],
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "force-override-listeners true/false, remove-unscheduled-backend on/off, elb.class union/performance, elb.pass-through true/false",
+        source: "001, 002",
+        check: Check::PerProvider(enum_values),
+    },
+    Rule {
+        id: "lb-attributes-immutable",
+        providers: &[Provider::Alibaba, Provider::Huawei],
+        class: Class::Transition,
+        gate: Gate::Transition,
+        default: Action::Deny,
+        title: "Load balancer attributes fixed at creation (Alibaba address-type, zones, ip-version, ...; Huawei elb.class, elb.autocreate) cannot change",
+        source: "Alibaba CCM clbv1/loadbalancer.go \"can not change ... once created\"; CCE docs",
+        check: Check::PerProvider(lb_attributes_immutable),
+    },
+    Rule {
+        id: "unknown-annotation",
+        providers: ALL,
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Warn,
+        title: "An annotation with a provider's prefix that the CCM does not know (typo or wrong case)",
+        source: "004 \"注解的内容需要严格区分大小写\"; Alibaba CCM annotations.go",
+        check: Check::PerProvider(unknown_annotation),
+    },
+    Rule {
+        id: "deletion-protection",
+        providers: ALL,
+        class: Class::Delete,
+        gate: Gate::Delete,
+        default: Action::Deny,
+        title: "A Service marked for deletion protection (config deletionProtection) cannot be deleted",
+        source: "001 \"为Service开启删除保护\"",
+        check: Check::Generic(deletion_protection),
+    },
+];
+
+const RECREATE: &str = "delete and recreate the Service to move it to another load balancer";
+
+/// Whether the request comes from the CCM: `None` when no CCM identity is configured,
+/// so rules that protect the CCM's own writes cannot tell and only warn.
+pub fn ccm_identity(ctx: &Ctx) -> Option<bool> {
+    let ccm = &ctx.config.ccm;
+    if ccm.users.is_empty() && ccm.groups.is_empty() {
+        None
+    } else {
+        Some(ctx.by_ccm())
+    }
+}
+
+/// Pushes a finding that only the CCM may cause: denied for others, advisory when
+/// lbguard does not know who the CCM is.
+pub fn ccm_only(ctx: &Ctx, out: &mut Findings, field: String, message: String) {
+    match ccm_identity(ctx) {
+        Some(true) => {}
+        Some(false) => out.push(field, message),
+        None => out.advise(
+            field,
+            format!("{message} (set ccm.users or ccm.groups so lbguard can tell the cloud controller's own writes apart and deny this)"),
+        ),
+    }
+}
+
+/// The LB id annotation is the identity of a live load balancer: adding, removing or
+/// changing it makes the CCM re-target or orphan listeners. On Alibaba the CCM records
+/// the LB it bound in a label; adding the same id later is no change, another id is.
+/// Huawei may record an auto-created ELB's id itself, so an added id on a Service that
+/// had `elb.autocreate` is left to the CCM.
+fn lb_id_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    let (o, n) = (cat.get(old, "id"), cat.get(new, "id"));
+    let key = n.or(o).map_or_else(|| cat.key("id"), |a| a.key.to_string());
+    let field = annotation_field(&key);
+    match (o.map(|a| a.value), n.map(|a| a.value)) {
+        (Some(a), Some(b)) if a != b => out.push(
+            field,
+            format!("{key} cannot change from \"{a}\" to \"{b}\" on an existing Service; {RECREATE}"),
+        ),
+        (Some(a), None) => out.push(
+            field,
+            format!("{key} cannot be removed from an existing Service (it was \"{a}\"); keep {key}: \"{a}\", or {RECREATE}"),
+        ),
+        (None, Some(b)) => {
+            let bound = cat.lb_id_label.and_then(|l| old.label(l).map(|v| (l, v)));
+            match bound {
+                Some((_, v)) if v == b => {}
+                Some((label, v)) => out.push(
+                    field,
+                    format!("{key}: \"{b}\" cannot be added: the cloud controller already bound this Service to \"{v}\" (label {label}); remove the annotation, or {RECREATE}"),
+                ),
+                None if cat.provider == Provider::Huawei
+                    && cat.get(old, "autocreate").is_some() =>
+                {
+                    ccm_only(
+                        ctx,
+                        out,
+                        field,
+                        format!("{key}: \"{b}\" cannot be added to a Service whose ELB was auto-created; remove it, or {RECREATE}"),
+                    )
+                }
+                None => out.push(
+                    field,
+                    format!("{key}: \"{b}\" cannot be added to an existing Service (it had no load balancer id, so the cloud controller created or manages one); remove it, or {RECREATE}"),
+                ),
+            }
+        }
+        _ => {}
+    }
+}
+
+fn type_change_drops_lb(ctx: &Ctx, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if !new.is_lb() {
+        out.push(
+            "spec.type",
+            format!(
+                "spec.type changes from LoadBalancer to {}: the cloud controller deletes the load balancer's listeners and backends, and the Service is no longer reachable through it; keep type LoadBalancer unless that is intended",
+                new.type_()
+            ),
+        );
+    }
+}
+
+/// The protected finalizers: every provider's plus `ccm.finalizers`. Runs on any UPDATE,
+/// since the CCM keeps its finalizer until cleanup even after the type changed.
+fn finalizer_protected(ctx: &Ctx, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    let extra = &ctx.config.ccm.finalizers;
+    for f in old.finalizers() {
+        let protected = Provider::ALL
+            .iter()
+            .any(|p| catalog(*p).finalizers.contains(&f.as_str()))
+            || extra.contains(f);
+        if protected && !new.finalizers().contains(f) {
+            ccm_only(
+                ctx,
+                out,
+                "metadata.finalizers".into(),
+                format!(
+                    "metadata.finalizers: \"{f}\" cannot be removed by hand: the cloud controller removes it after releasing the load balancer, and removing it early leaks the load balancer; put it back and delete the Service normally"
+                ),
+            );
+        }
+    }
+}
+
+fn address_type_value(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "address-type")
+        && a.value != "internet"
+        && a.value != "intranet"
+    {
+        out.push(
+            annotation_field(a.key),
+            format!(
+                "{} is \"{}\"; allowed: \"internet\" or \"intranet\" (exact, lower case)",
+                a.key, a.value
+            ),
+        );
+    }
+}
+
+fn in_cluster_access_advice(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if new.traffic_policy() != Some("Local") {
+        return;
+    }
+    let (ok, fix) = match cat.provider {
+        Provider::Ctyun => (
+            cat.get(new, "ip-mode").is_some_and(|a| a.value == "proxy"),
+            format!("add {}: \"proxy\" (Kubernetes 1.30+)", cat.key("ip-mode")),
+        ),
+        Provider::Alibaba => (
+            cat.get(new, "hostname").is_some(),
+            format!("add {} and use that name", cat.key("hostname")),
+        ),
+        Provider::Huawei => (
+            cat.get(new, "pass-through")
+                .is_some_and(|a| a.value == "true"),
+            format!("add {}: \"true\"", cat.key("pass-through")),
+        ),
+        Provider::Volcengine => return,
+    };
+    if !ok {
+        out.push(
+            "spec.externalTrafficPolicy",
+            format!("spec.externalTrafficPolicy is \"Local\": clients inside the cluster that use the load balancer IP bypass the load balancer and fail on nodes without a backend pod; use the ClusterIP/DNS name inside the cluster, or {fix}"),
+        );
+    }
+}
+
+fn one_of(cat: &Catalog, svc: Svc, suffix: &str, allowed: &[&str], out: &mut Findings) {
+    if let Some(a) = cat.get(svc, suffix)
+        && !allowed.contains(&a.value)
+    {
+        let list: Vec<String> = allowed.iter().map(|v| format!("\"{v}\"")).collect();
+        out.push(
+            annotation_field(a.key),
+            format!(
+                "{} is \"{}\"; allowed: {} (exact, lower case)",
+                a.key,
+                a.value,
+                list.join(" or ")
+            ),
+        );
+    }
+}
+
+fn enum_values(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    match cat.provider {
+        Provider::Alibaba => {
+            one_of(
+                cat,
+                new,
+                "force-override-listeners",
+                &["true", "false"],
+                out,
+            );
+            one_of(cat, new, "remove-unscheduled-backend", &["on", "off"], out);
+        }
+        Provider::Huawei => {
+            one_of(cat, new, "class", &["union", "performance"], out);
+            one_of(cat, new, "pass-through", &["true", "false"], out);
+        }
+        _ => {}
+    }
+}
+
+/// Attributes the CCM sets when it creates the LB and refuses to change afterwards.
+/// Alibaba's CCM compares the annotation with the live LB, so a removed annotation is
+/// ignored and an unset one means the CCM default; Huawei's class defaults to `union`.
+/// The catalog's `network-type` is the CCM's `slb-network-type` key.
+fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    let attrs: &[(&str, Option<&str>)] = match cat.provider {
+        Provider::Alibaba => &[
+            ("address-type", Some("internet")),
+            ("master-zoneid", None),
+            ("slave-zoneid", None),
+            ("ip-version", Some("ipv4")),
+            ("resource-group-id", None),
+            ("slb-network-type", None),
+            ("ip", None),
+        ],
+        Provider::Huawei => &[("class", Some("union")), ("autocreate", None)],
+        _ => return,
+    };
+    for (suffix, default) in attrs {
+        let Some(n) = cat.get(new, suffix) else {
+            continue;
+        };
+        let before = cat.get(old, suffix).map(|a| a.value).or(*default);
+        if before != Some(n.value) {
+            let was = before.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""));
+            out.push(
+                annotation_field(n.key),
+                format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); the cloud controller fails with \"can not change ... once created\"; restore the old value, or delete and recreate the Service", n.key, n.value),
+            );
+        }
+    }
+}
+
+/// Suggests the known key closest to `key`, if one is close enough to be a typo.
+fn closest(key: &str, known: impl Iterator<Item = String>) -> Option<String> {
+    let lower = key.to_ascii_lowercase();
+    known
+        .map(|k| {
+            let d = strsim::levenshtein(&lower, &k.to_ascii_lowercase());
+            (d, k)
+        })
+        .filter(|(d, _)| *d <= 4)
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, k)| k)
+}
+
+fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(anns) = ctx.new.and_then(|s| s.annotations()) else {
+        return;
+    };
+    for key in anns.keys().filter(|k| cat.claims_key(k)) {
+        let known = cat
+            .prefixes()
+            .any(|p| key.strip_prefix(p).is_some_and(|s| cat.known.contains(&s)));
+        if known {
+            continue;
+        }
+        let hint = closest(key, cat.known.iter().map(|s| cat.key(s)))
+            .map(|k| format!("; did you mean \"{k}\"?"))
+            .unwrap_or_else(|| "; annotation names are case sensitive, check the spelling in the provider's documentation".into());
+        out.push(
+            annotation_field(key),
+            format!("{key} is not an annotation the {} cloud controller reads, so it has no effect{hint}", cat.provider),
+        );
+    }
+}
+
+fn deletion_protection(ctx: &Ctx, out: &mut Findings) {
+    let Some(old) = ctx.old else { return };
+    let dp = &ctx.config.deletion_protection;
+    let name = old.namespaced_name();
+    if let Some(a) = &dp.annotation
+        && old.annotation(a) == Some("true")
+    {
+        out.push(
+            annotation_field(a),
+            format!("Service {name} is protected from deletion by annotation {a}: \"true\"; remove the mark first (kubectl annotate service -n {} {} {a}-) and delete again", ctx.input.namespace, ctx.input.name),
+        );
+    }
+    if let Some(l) = &dp.label
+        && old.label(l) == Some("true")
+    {
+        out.push(
+            format!("metadata.labels[{l}]"),
+            format!("Service {name} is protected from deletion by label {l}: \"true\"; remove the mark first (kubectl label service -n {} {} {l}-) and delete again", ctx.input.namespace, ctx.input.name),
+        );
+    }
+}
+
+/// Which version a version rule needs.
+#[derive(Debug, Clone, Copy)]
+pub enum VersionOf {
+    Cluster,
+    Ccm,
+}
+
+/// Version gate shared by the version rules: a finding when the version is known and too
+/// old, an advisory "cannot tell" when it is unknown or unparseable.
+pub fn require_version(
+    ctx: &Ctx,
+    out: &mut Findings,
+    of: VersionOf,
+    field: &str,
+    feature: &str,
+    needs: &str,
+    ok: impl Fn(&KubeVersion) -> bool,
+) {
+    let (known, what, key) = match of {
+        VersionOf::Cluster => (
+            ctx.cluster_version,
+            "cluster",
+            "cluster.version or --cluster-version",
+        ),
+        VersionOf::Ccm => (ctx.ccm_version, "cloud-controller-manager", "ccm.version"),
+    };
+    match known {
+        Known::Yes(v) if ok(v) => {}
+        Known::Yes(v) => out.push(
+            field,
+            format!("{feature} needs {needs}; the {what} runs {v}; upgrade the {what} first, or remove it"),
+        ),
+        Known::Missing => out.advise(
+            field,
+            format!("cannot tell whether {feature} is supported: it needs {needs} and the {what} version is unknown (set {key})"),
+        ),
+        Known::Invalid(e) => out.advise(
+            field,
+            format!("cannot tell whether {feature} is supported: it needs {needs} and the {what} version is unusable: {e}"),
+        ),
+    }
+}
+
+/// Ports listed twice in one annotation.
+pub fn duplicates<T: Ord + Copy>(items: impl Iterator<Item = T>) -> BTreeSet<T> {
+    let mut seen = BTreeSet::new();
+    let mut dup = BTreeSet::new();
+    for i in items {
+        if !seen.insert(i) {
+            dup.insert(i);
+        }
+    }
+    dup
+}
+
+#[cfg(test)]
+#[path = "common_tests.rs"]
+mod tests;

@@ -1,0 +1,327 @@
+use rstest::rstest;
+
+use crate::providers::Provider::{self, Alibaba, Ctyun, Huawei, Volcengine};
+use crate::testkit::{Expect, Expect::*, cfg, create, delete, expect, k, lb, update, update_by};
+
+const NONE: &str = "";
+const CCM: &str = "ccm:\n  users: [system:serviceaccount:kube-system:cloud-controller-manager]\n";
+const CCM_USER: &str = "system:serviceaccount:kube-system:cloud-controller-manager";
+
+#[rstest]
+#[case::ctyun_unchanged(Ctyun, Some("lb-a"), Some("lb-a"), Pass)]
+#[case::ctyun_changed(Ctyun, Some("lb-a"), Some("lb-b"), Deny)]
+#[case::ctyun_removed(Ctyun, Some("lb-a"), None, Deny)]
+#[case::ctyun_added(Ctyun, None, Some("lb-b"), Deny)]
+#[case::alibaba_unchanged(Alibaba, Some("lb-a"), Some("lb-a"), Pass)]
+#[case::alibaba_changed(Alibaba, Some("lb-a"), Some("lb-b"), Deny)]
+#[case::alibaba_removed(Alibaba, Some("lb-a"), None, Deny)]
+#[case::huawei_unchanged(Huawei, Some("elb-1"), Some("elb-1"), Pass)]
+#[case::huawei_changed(Huawei, Some("elb-1"), Some("elb-2"), Deny)]
+#[case::huawei_added(Huawei, None, Some("elb-2"), Deny)]
+#[case::volcengine_unchanged(Volcengine, Some("clb-1"), Some("clb-1"), Pass)]
+#[case::volcengine_changed(Volcengine, Some("clb-1"), Some("nlb-2"), Deny)]
+#[case::volcengine_removed(Volcengine, Some("clb-1"), None, Deny)]
+fn lb_id_immutable(
+    #[case] p: Provider,
+    #[case] old: Option<&str>,
+    #[case] new: Option<&str>,
+    #[case] want: Expect,
+) {
+    let mut o = lb().pa(p, "spec", "x");
+    let mut n = lb().pa(p, "spec", "x");
+    if let Some(v) = old {
+        o = o.pa(p, "id", v);
+    }
+    if let Some(v) = new {
+        n = n.pa(p, "id", v);
+    }
+    let cfg = cfg(&format!("provider: {p}\n"));
+    let v = expect(&update(o, n), &cfg, "lb-id-immutable", want);
+    if want == Deny {
+        let msg = &v.denials().next().unwrap().message;
+        assert!(msg.contains(&k(p, "id")), "{msg}");
+        assert!(msg.contains("delete and recreate"), "{msg}");
+    }
+}
+
+#[test]
+fn lb_id_change_message_is_the_catalogs() {
+    let v = expect(
+        &update(
+            lb().pa(Alibaba, "id", "lb-a"),
+            lb().pa(Alibaba, "id", "lb-b"),
+        ),
+        &cfg(NONE),
+        "lb-id-immutable",
+        Deny,
+    );
+    assert_eq!(
+        v.denial_message().unwrap(),
+        "[lb-id-immutable] service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id cannot change from \"lb-a\" to \"lb-b\" on an existing Service; delete and recreate the Service to move it to another load balancer"
+    );
+}
+
+const ALI_LABEL: &str = "service.k8s.alibaba/loadbalancer-id";
+
+#[rstest]
+#[case::same_as_label("lb-a", Pass)]
+#[case::other_than_label("lb-b", Deny)]
+fn lb_id_alibaba_label(#[case] added: &str, #[case] want: Expect) {
+    let old = lb()
+        .label(ALI_LABEL, "lb-a")
+        .finalizer("service.k8s.alibaba/resources");
+    let new = old.clone().pa(Alibaba, "id", added);
+    let v = expect(&update(old, new), &cfg(NONE), "lb-id-immutable", want);
+    if want == Deny {
+        assert!(
+            v.denial_message()
+                .unwrap()
+                .contains("already bound this Service to \"lb-a\"")
+        );
+    }
+}
+
+#[test]
+fn lb_id_legacy_prefix_rename_is_no_change() {
+    let old = lb().ann(
+        "service.beta.kubernetes.io/alicloud-loadbalancer-id",
+        "lb-a",
+    );
+    let new = lb().pa(Alibaba, "id", "lb-a");
+    expect(&update(old, new), &cfg(NONE), "lb-id-immutable", Pass);
+}
+
+#[rstest]
+#[case::unknown_ccm_warns(NONE, "alice", Warn)]
+#[case::ccm_may(CCM, CCM_USER, Pass)]
+#[case::user_may_not(CCM, "alice", Deny)]
+fn lb_id_huawei_autocreated(#[case] config: &str, #[case] who: &str, #[case] want: Expect) {
+    let old = lb().pa(Huawei, "autocreate", r#"{"type":"inner"}"#);
+    let new = old.clone().pa(Huawei, "id", "elb-9");
+    expect(
+        &update_by(old, new, who),
+        &cfg(config),
+        "lb-id-immutable",
+        want,
+    );
+}
+
+#[test]
+fn becoming_a_load_balancer_counts_as_create() {
+    let old = lb().type_("ClusterIP");
+    let new = lb().pa(Ctyun, "id", "lb-a");
+    expect(&update(old, new), &cfg(NONE), "lb-id-immutable", Pass);
+}
+
+#[rstest]
+fn type_change_drops_lb(
+    #[values(Ctyun, Alibaba, Huawei, Volcengine)] p: Provider,
+    #[values(("LoadBalancer", Pass), ("ClusterIP", Warn), ("NodePort", Warn))] to: (&str, Expect),
+) {
+    let old = lb().pa(p, "spec", "x");
+    let new = old.clone().type_(to.0);
+    expect(&update(old, new), &cfg(NONE), "type-change-drops-lb", to.1);
+}
+
+#[rstest]
+#[case::alibaba_user_removes(NONE, CCM, "service.k8s.alibaba/resources", "alice", Deny)]
+#[case::alibaba_nlb_user_removes(NONE, CCM, "service.k8s.alibaba/nlb", "alice", Deny)]
+#[case::alibaba_ccm_removes(NONE, CCM, "service.k8s.alibaba/resources", CCM_USER, Pass)]
+#[case::alibaba_no_ccm_configured(NONE, NONE, "service.k8s.alibaba/resources", "alice", Warn)]
+#[case::unprotected_finalizer(NONE, CCM, "example.com/other", "alice", Pass)]
+#[case::ctyun_configured(
+    "ccm:\n  users: [ccm]\n  finalizers: [service.kubernetes.io/load-balancer-cleanup]\n",
+    NONE,
+    "service.kubernetes.io/load-balancer-cleanup",
+    "alice",
+    Deny
+)]
+fn finalizer_protected(
+    #[case] extra: &str,
+    #[case] ccm: &str,
+    #[case] finalizer: &str,
+    #[case] who: &str,
+    #[case] want: Expect,
+) {
+    let old = lb()
+        .pa(Alibaba, "spec", "slb.s1.small")
+        .finalizer(finalizer);
+    let new = lb().pa(Alibaba, "spec", "slb.s1.small");
+    let config = cfg(&format!("{extra}{ccm}"));
+    expect(
+        &update_by(old, new, who),
+        &config,
+        "finalizer-protected",
+        want,
+    );
+}
+
+#[test]
+fn finalizer_kept_passes() {
+    let old = lb().finalizer("service.k8s.alibaba/resources");
+    let new = old.clone().label("tier", "web");
+    expect(&update(old, new), &cfg(CCM), "finalizer-protected", Pass);
+}
+
+#[rstest]
+#[case::ctyun_internet(Ctyun, "internet", Pass)]
+#[case::ctyun_intranet(Ctyun, "intranet", Pass)]
+#[case::ctyun_upper(Ctyun, "Internet", Deny)]
+#[case::alibaba_intranet(Alibaba, "intranet", Pass)]
+#[case::alibaba_public(Alibaba, "public", Deny)]
+fn address_type_value(#[case] p: Provider, #[case] value: &str, #[case] want: Expect) {
+    let s = lb().pa(p, "address-type", value);
+    expect(&create(s), &cfg(NONE), "address-type-value", want);
+}
+
+#[rstest]
+#[case::ctyun_cluster(Ctyun, "Cluster", None, Pass)]
+#[case::ctyun_local(Ctyun, "Local", None, Warn)]
+#[case::ctyun_local_proxy(Ctyun, "Local", Some(("ip-mode", "proxy")), Pass)]
+#[case::alibaba_local(Alibaba, "Local", None, Warn)]
+#[case::alibaba_local_hostname(Alibaba, "Local", Some(("hostname", "web.example.com")), Pass)]
+#[case::huawei_local(Huawei, "Local", None, Warn)]
+#[case::huawei_local_pass_through(Huawei, "Local", Some(("pass-through", "true")), Pass)]
+fn in_cluster_access_advice(
+    #[case] p: Provider,
+    #[case] etp: &str,
+    #[case] fix: Option<(&str, &str)>,
+    #[case] want: Expect,
+) {
+    let mut s = lb().pa(p, "id", "lb-1").etp(etp);
+    if let Some((key, value)) = fix {
+        s = s.pa(p, key, value);
+    }
+    let config = cfg("cluster:\n  version: v1.31.0\n");
+    expect(&create(s), &config, "in-cluster-access-advice", want);
+}
+
+#[test]
+fn in_cluster_access_advice_can_be_turned_off() {
+    let s = lb().pa(Alibaba, "id", "lb-1").etp("Local");
+    expect(
+        &create(s),
+        &cfg("rules:\n  in-cluster-access-advice: off\n"),
+        "in-cluster-access-advice",
+        Pass,
+    );
+}
+
+#[rstest]
+#[case::alibaba_override_true(Alibaba, "force-override-listeners", "true", Pass)]
+#[case::alibaba_override_yes(Alibaba, "force-override-listeners", "yes", Deny)]
+#[case::alibaba_unscheduled_on(Alibaba, "remove-unscheduled-backend", "on", Pass)]
+#[case::alibaba_unscheduled_true(Alibaba, "remove-unscheduled-backend", "true", Deny)]
+#[case::huawei_class_union(Huawei, "class", "union", Pass)]
+#[case::huawei_class_shared(Huawei, "class", "shared", Deny)]
+#[case::huawei_pass_through_false(Huawei, "pass-through", "false", Pass)]
+#[case::huawei_pass_through_on(Huawei, "pass-through", "on", Deny)]
+fn enum_values(#[case] p: Provider, #[case] key: &str, #[case] value: &str, #[case] want: Expect) {
+    let s = lb().pa(p, key, value);
+    expect(
+        &create(s),
+        &cfg("cluster:\n  version: v1.31.0\n"),
+        "enum-values",
+        want,
+    );
+}
+
+#[rstest]
+#[case::alibaba_same(Alibaba, "address-type", Some("intranet"), "intranet", Pass)]
+#[case::alibaba_address_type(Alibaba, "address-type", Some("intranet"), "internet", Deny)]
+#[case::alibaba_default_made_explicit(Alibaba, "address-type", None, "internet", Pass)]
+#[case::alibaba_default_changed(Alibaba, "address-type", None, "intranet", Deny)]
+#[case::alibaba_zone(Alibaba, "master-zoneid", Some("cn-hangzhou-a"), "cn-hangzhou-b", Deny)]
+#[case::huawei_class_same(Huawei, "class", Some("performance"), "performance", Pass)]
+#[case::huawei_class(Huawei, "class", Some("union"), "performance", Deny)]
+#[case::huawei_autocreate(
+    Huawei,
+    "autocreate",
+    Some(r#"{"type":"inner"}"#),
+    r#"{"type":"public"}"#,
+    Deny
+)]
+fn lb_attributes_immutable(
+    #[case] p: Provider,
+    #[case] key: &str,
+    #[case] old: Option<&str>,
+    #[case] new: &str,
+    #[case] want: Expect,
+) {
+    let mut o = lb().pa(p, "spec", "x");
+    if let Some(v) = old {
+        o = o.pa(p, key, v);
+    }
+    let n = lb().pa(p, "spec", "x").pa(p, key, new);
+    expect(&update(o, n), &cfg(NONE), "lb-attributes-immutable", want);
+}
+
+#[rstest]
+#[case::ctyun_known(Ctyun, "address-type", None)]
+#[case::ctyun_typo(
+    Ctyun,
+    "adress-type",
+    Some("service.beta.kubernetes.io/ctyun-loadbalancer-address-type")
+)]
+#[case::alibaba_known(Alibaba, "health-check-flag", None)]
+#[case::alibaba_case(
+    Alibaba,
+    "Address-Type",
+    Some("service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type")
+)]
+#[case::huawei_known(Huawei, "lb-algorithm", None)]
+#[case::huawei_typo(Huawei, "protocol-ports", Some("kubernetes.io/elb.protocol-port"))]
+#[case::volcengine_known(Volcengine, "server-group-id", None)]
+#[case::volcengine_typo(
+    Volcengine,
+    "wieght",
+    Some("service.beta.kubernetes.io/volcengine-loadbalancer-weight")
+)]
+fn unknown_annotation(#[case] p: Provider, #[case] suffix: &str, #[case] hint: Option<&str>) {
+    let s = lb().pa(p, suffix, "x");
+    let want = if hint.is_some() { Warn } else { Pass };
+    let v = expect(&create(s), &cfg(NONE), "unknown-annotation", want);
+    if let Some(h) = hint {
+        let w = v.warnings().join("\n");
+        assert!(w.contains(&format!("did you mean \"{h}\"")), "{w}");
+    }
+}
+
+#[test]
+fn unknown_annotation_wrong_case_prefix_is_caught() {
+    let s = lb().ann(
+        "Service.Beta.Kubernetes.io/alibaba-cloud-loadbalancer-id",
+        "lb-1",
+    );
+    expect(&create(s), &cfg(NONE), "unknown-annotation", Warn);
+}
+
+#[rstest]
+fn deletion_protection(
+    #[values(Ctyun, Alibaba, Huawei, Volcengine)] p: Provider,
+    #[values(("true", Deny), ("false", Pass))] mark: (&str, Expect),
+) {
+    let s = lb()
+        .pa(p, "id", "lb-1")
+        .ann("lbguard.io/deletion-protection", mark.0);
+    let v = expect(&delete(s), &cfg(NONE), "deletion-protection", mark.1);
+    if mark.1 == Deny {
+        assert!(
+            v.denial_message()
+                .unwrap()
+                .contains("lbguard.io/deletion-protection-")
+        );
+    }
+}
+
+#[test]
+fn deletion_protection_by_label() {
+    let config = cfg("deletionProtection:\n  label: protect\n");
+    expect(
+        &delete(lb().label("protect", "true")),
+        &config,
+        "deletion-protection",
+        Deny,
+    );
+    expect(&delete(lb()), &config, "deletion-protection", Pass);
+}

@@ -1,0 +1,172 @@
+//! Builders and assertions shared by the rule tests.
+
+use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
+
+use crate::config::Config;
+use crate::engine::{
+    EmptyCluster, EmptyInventory, Input, Operation, UserInfo, Verdict, Versions, evaluate,
+};
+use crate::providers::{Provider, catalog};
+use crate::rules::Action;
+
+/// The full key of a provider annotation.
+pub fn k(p: Provider, suffix: &str) -> String {
+    catalog(p).key(suffix)
+}
+
+#[derive(Clone)]
+pub struct SvcBuilder(pub Service);
+
+/// A `type: LoadBalancer` Service `default/web` with port 80/TCP.
+pub fn lb() -> SvcBuilder {
+    SvcBuilder(Service {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("default".into()),
+            ..Default::default()
+        },
+        spec: Some(ServiceSpec {
+            type_: Some("LoadBalancer".into()),
+            ports: Some(vec![ServicePort {
+                port: 80,
+                protocol: Some("TCP".into()),
+                ..Default::default()
+            }]),
+            ..Default::default()
+        }),
+        status: None,
+    })
+}
+
+impl SvcBuilder {
+    pub fn ann(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.0
+            .metadata
+            .annotations
+            .get_or_insert_with(Default::default)
+            .insert(key.into(), value.into());
+        self
+    }
+
+    /// A provider annotation by its short name.
+    pub fn pa(self, p: Provider, suffix: &str, value: &str) -> Self {
+        self.ann(k(p, suffix), value)
+    }
+
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.0
+            .metadata
+            .labels
+            .get_or_insert_with(Default::default)
+            .insert(key.into(), value.into());
+        self
+    }
+
+    pub fn finalizer(mut self, f: &str) -> Self {
+        self.0
+            .metadata
+            .finalizers
+            .get_or_insert_with(Default::default)
+            .push(f.into());
+        self
+    }
+
+    pub fn port(mut self, port: i32, protocol: &str) -> Self {
+        let spec = self.0.spec.get_or_insert_with(Default::default);
+        spec.ports
+            .get_or_insert_with(Default::default)
+            .push(ServicePort {
+                port,
+                protocol: Some(protocol.into()),
+                ..Default::default()
+            });
+        self
+    }
+
+    pub fn only_port(mut self, port: i32, protocol: &str) -> Self {
+        self.0.spec.get_or_insert_with(Default::default).ports = None;
+        self.port(port, protocol)
+    }
+
+    pub fn etp(mut self, policy: &str) -> Self {
+        self.0
+            .spec
+            .get_or_insert_with(Default::default)
+            .external_traffic_policy = Some(policy.into());
+        self
+    }
+
+    pub fn type_(mut self, t: &str) -> Self {
+        self.0.spec.get_or_insert_with(Default::default).type_ = Some(t.into());
+        self
+    }
+
+    pub fn build(self) -> Service {
+        self.0
+    }
+}
+
+fn user(name: &str) -> UserInfo {
+    UserInfo {
+        username: name.into(),
+        groups: vec!["system:authenticated".into()],
+    }
+}
+
+pub fn create(s: SvcBuilder) -> Input {
+    Input::new(Operation::Create, Some(s.0), None, user("alice")).unwrap()
+}
+
+pub fn update(old: SvcBuilder, new: SvcBuilder) -> Input {
+    Input::new(Operation::Update, Some(new.0), Some(old.0), user("alice")).unwrap()
+}
+
+pub fn update_by(old: SvcBuilder, new: SvcBuilder, name: &str) -> Input {
+    Input::new(Operation::Update, Some(new.0), Some(old.0), user(name)).unwrap()
+}
+
+pub fn delete(old: SvcBuilder) -> Input {
+    Input::new(Operation::Delete, None, Some(old.0), user("alice")).unwrap()
+}
+
+pub fn cfg(yaml: &str) -> Config {
+    Config::parse(yaml, "test").unwrap()
+}
+
+pub fn run(input: &Input, config: &Config) -> Verdict {
+    evaluate(
+        input,
+        config,
+        &Versions::from_config(config),
+        &EmptyCluster,
+        &EmptyInventory,
+    )
+}
+
+/// What a test expects of one rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Expect {
+    /// The rule reports nothing.
+    Pass,
+    Deny,
+    Warn,
+}
+
+/// Evaluates and asserts the outcome of rule `id`, printing the verdict on failure.
+pub fn expect(input: &Input, config: &Config, id: &str, want: Expect) -> Verdict {
+    assert!(crate::rules::find(id).is_some(), "no rule {id}");
+    let v = run(input, config);
+    let mine: Vec<_> = v.violations.iter().filter(|x| x.rule == id).collect();
+    let got = if mine.iter().any(|x| x.action == Action::Deny) {
+        Expect::Deny
+    } else if mine.is_empty() {
+        Expect::Pass
+    } else {
+        Expect::Warn
+    };
+    assert_eq!(got, want, "rule {id}: {:#?}", v.violations);
+    for m in &mine {
+        assert!(m.message.starts_with(&format!("[{id}] ")), "{}", m.message);
+    }
+    v
+}
