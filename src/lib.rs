@@ -6,6 +6,7 @@ pub mod config;
 pub mod engine;
 pub mod providers;
 pub mod rules;
+pub mod server;
 
 #[cfg(test)]
 pub mod testkit;

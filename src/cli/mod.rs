@@ -21,6 +21,8 @@ pub struct Cli {
 pub enum Command {
     /// Lint Service manifests offline with the webhook's rules.
     Check(check::CheckArgs),
+    /// Run the HTTPS admission webhook.
+    Serve(crate::server::ServeArgs),
     /// List every rule: id, providers, class, default action.
     Rules {
         /// Print the README's Markdown table.
@@ -32,6 +34,25 @@ pub enum Command {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Serve(args) => {
+            let runtime = match tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+            {
+                Ok(r) => r,
+                Err(e) => {
+                    eprintln!("lbguard serve: cannot start the runtime: {e}");
+                    return ExitCode::FAILURE;
+                }
+            };
+            match runtime.block_on(crate::server::run(args)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("lbguard serve: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Command::Rules { markdown } => {
             if markdown {
                 print!("{}", crate::rules::markdown_table());

@@ -1,0 +1,104 @@
+//! Prometheus metrics, served as text on the metrics port.
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::Registry;
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    pub endpoint: &'static str,
+    pub operation: &'static str,
+    pub verdict: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ViolationLabels {
+    pub rule: &'static str,
+    pub action: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct EndpointLabels {
+    pub endpoint: &'static str,
+}
+
+fn latency_histogram() -> Histogram {
+    // 50 µs to ~3 s.
+    Histogram::new(exponential_buckets(0.00005, 2.0, 16))
+}
+
+pub struct Metrics {
+    pub requests: Family<RequestLabels, Counter>,
+    pub violations: Family<ViolationLabels, Counter>,
+    pub latency: Family<EndpointLabels, Histogram, fn() -> Histogram>,
+    pub tls_reloads: Counter,
+    pub tls_reload_errors: Counter,
+    registry: Registry,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let requests = Family::<RequestLabels, Counter>::default();
+        let violations = Family::<ViolationLabels, Counter>::default();
+        let latency = Family::<EndpointLabels, Histogram, fn() -> Histogram>::new_with_constructor(
+            latency_histogram,
+        );
+        let tls_reloads = Counter::default();
+        let tls_reload_errors = Counter::default();
+        let mut registry = Registry::with_prefix("lbguard");
+        registry.register(
+            "admission_requests",
+            "Admission requests by endpoint, operation and verdict",
+            requests.clone(),
+        );
+        registry.register(
+            "violations",
+            "Rule findings by rule and action",
+            violations.clone(),
+        );
+        registry.register(
+            "admission_duration_seconds",
+            "Time to answer an admission request",
+            latency.clone(),
+        );
+        registry.register(
+            "tls_reloads",
+            "Certificate reloads that swapped in a new certificate",
+            tls_reloads.clone(),
+        );
+        registry.register(
+            "tls_reload_errors",
+            "Certificate reloads that failed (the old certificate stays)",
+            tls_reload_errors.clone(),
+        );
+        Self {
+            requests,
+            violations,
+            latency,
+            tls_reloads,
+            tls_reload_errors,
+            registry,
+        }
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.registry);
+        out
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}

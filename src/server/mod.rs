@@ -1,0 +1,417 @@
+//! The HTTPS admission server: router, TLS accept loop, health, metrics, shutdown.
+
+pub mod admission;
+pub mod devcert;
+pub mod metrics;
+pub mod tls;
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::http::StatusCode;
+use axum::response::IntoResponse;
+use axum::routing::{get, post};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use hyper_util::service::TowerToHyperService;
+use tokio::net::TcpListener;
+use tokio_rustls::TlsAcceptor;
+
+use crate::config::Config;
+use crate::engine::Versions;
+use metrics::Metrics;
+use tls::ReloadingResolver;
+
+/// The API server caps admission bodies near 3 MiB.
+pub const BODY_LIMIT: usize = 3 * 1024 * 1024;
+/// Longest time to receive headers or a body; the API server's own timeout is at most 30 s.
+pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// Shared by every request.
+pub struct App {
+    pub config: Config,
+    pub versions: Versions,
+    pub metrics: Arc<Metrics>,
+    /// Longest time to receive a request body.
+    pub request_timeout: Duration,
+    /// Config and TLS loaded, not shutting down.
+    pub ready: AtomicBool,
+}
+
+pub type AppState = Arc<App>;
+
+impl App {
+    pub fn new(config: Config, metrics: Arc<Metrics>) -> AppState {
+        Arc::new(App {
+            versions: Versions::from_config(&config),
+            config,
+            metrics,
+            request_timeout: REQUEST_TIMEOUT,
+            ready: AtomicBool::new(false),
+        })
+    }
+}
+
+async fn healthz() -> &'static str {
+    "ok"
+}
+
+async fn readyz(State(app): State<AppState>) -> impl IntoResponse {
+    if app.ready.load(Ordering::Acquire) {
+        (StatusCode::OK, "ready")
+    } else {
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+    }
+}
+
+/// The admission router, usable without sockets.
+pub fn router(app: AppState) -> Router {
+    Router::new()
+        .route("/validate", post(admission::validate))
+        .route("/mutate", post(admission::mutate_handler))
+        .route("/healthz", get(healthz))
+        .route("/readyz", get(readyz))
+        // The handlers enforce BODY_LIMIT themselves, with a clear 413.
+        .layer(DefaultBodyLimit::disable())
+        .with_state(app)
+}
+
+fn metrics_router(metrics: Arc<Metrics>) -> Router {
+    Router::new().route(
+        "/metrics",
+        get(move || {
+            let m = Arc::clone(&metrics);
+            async move {
+                (
+                    [(
+                        "content-type",
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    m.render(),
+                )
+            }
+        }),
+    )
+}
+
+/// Accepts TLS connections until `shutdown` resolves, then lets in-flight requests finish
+/// for at most `grace`.
+pub async fn serve_tls(
+    listener: TcpListener,
+    tls: Arc<rustls::ServerConfig>,
+    app: Router,
+    shutdown: impl Future<Output = ()>,
+    grace: Duration,
+    request_timeout: Duration,
+) {
+    let acceptor = TlsAcceptor::from(tls);
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    builder
+        .http1()
+        .timer(TokioTimer::new())
+        .header_read_timeout(request_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(Duration::from_secs(30)));
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            accepted = listener.accept() => {
+                let (tcp, _peer) = match accepted {
+                    Ok(c) => c,
+                    Err(e) => {
+                        // Out of file descriptors and the like: back off, keep serving.
+                        tracing::warn!(error = %e, "accept failed");
+                        tokio::time::sleep(Duration::from_millis(50)).await;
+                        continue;
+                    }
+                };
+                let acceptor = acceptor.clone();
+                let service = TowerToHyperService::new(app.clone());
+                let builder = builder.clone();
+                let watcher = graceful.watcher();
+                tokio::spawn(async move {
+                    let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
+                        Ok(Ok(s)) => s,
+                        Ok(Err(e)) => {
+                            tracing::debug!(error = %e, "TLS handshake failed");
+                            return;
+                        }
+                        Err(_) => return,
+                    };
+                    let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
+                    if let Err(e) = watcher.watch(conn).await {
+                        tracing::debug!(error = %e, "connection ended with an error");
+                    }
+                });
+            }
+            _ = &mut shutdown => break,
+        }
+    }
+    drop(listener);
+    tokio::select! {
+        _ = graceful.shutdown() => tracing::info!("all connections closed"),
+        _ = tokio::time::sleep(grace) => tracing::warn!("shutdown grace period over; closing remaining connections"),
+    }
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// lbguard config file (YAML).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    pub addr: SocketAddr,
+    /// PEM certificate chain; reloaded when it changes.
+    #[arg(long, requires = "tls_key", conflicts_with = "dev")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key; reloaded when it changes.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Development mode: use or generate a CA and a localhost certificate in --dev-dir.
+    #[arg(long)]
+    pub dev: bool,
+    #[arg(long, default_value = "certs/dev")]
+    pub dev_dir: PathBuf,
+    #[arg(long, default_value = "0.0.0.0:9090")]
+    pub metrics_addr: SocketAddr,
+    /// Run without a cluster: cluster rules see an empty cluster.
+    #[arg(long)]
+    pub standalone: bool,
+    /// How often the certificate files are checked for changes.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub tls_reload_interval: Duration,
+    /// How long in-flight requests may take to finish after SIGTERM.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `500ms`, `10s`, `5m` or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, "s"), |i| (&s[..i], &s[i..]));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a duration like 500ms, 10s or 5m"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("\"{s}\": unknown unit \"{unit}\" (use ms, s or m)")),
+    }
+}
+
+/// Everything `start` needs, so tests can run a real server in-process.
+pub struct ServerOptions {
+    pub config: Config,
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    pub tls_reload_interval: Duration,
+    pub shutdown_grace: Duration,
+    pub request_timeout: Duration,
+}
+
+/// A running server: its addresses and the task that ends when it has shut down.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub app: AppState,
+    pub done: tokio::task::JoinHandle<()>,
+}
+
+/// Loads TLS (failing on a bad first certificate), binds, and serves until `shutdown`.
+pub async fn start(
+    opts: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Running> {
+    use anyhow::Context;
+    let metrics = Arc::new(Metrics::new());
+    let resolver =
+        ReloadingResolver::load(&opts.cert, &opts.key).context("loading the TLS certificate")?;
+    resolver.spawn_poller(opts.tls_reload_interval, Arc::clone(&metrics));
+    let mut app = App::new(opts.config, Arc::clone(&metrics));
+    if let Some(a) = Arc::get_mut(&mut app) {
+        a.request_timeout = opts.request_timeout;
+    }
+    let listener = TcpListener::bind(opts.addr)
+        .await
+        .with_context(|| format!("binding {}", opts.addr))?;
+    let addr = listener.local_addr()?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let metrics_addr = match opts.metrics_addr {
+        Some(a) => {
+            let l = TcpListener::bind(a)
+                .await
+                .with_context(|| format!("binding metrics {a}"))?;
+            let bound = l.local_addr()?;
+            let mut rx = stop_rx.clone();
+            tokio::spawn(async move {
+                let _ = axum::serve(l, metrics_router(metrics))
+                    .with_graceful_shutdown(async move {
+                        let _ = rx.wait_for(|s| *s).await;
+                    })
+                    .await;
+            });
+            Some(bound)
+        }
+        None => None,
+    };
+    app.ready.store(true, Ordering::Release);
+    let state = Arc::clone(&app);
+    let tls = tls::server_config(resolver);
+    let (grace, request_timeout) = (opts.shutdown_grace, opts.request_timeout);
+    let done = tokio::spawn(async move {
+        let router = router(Arc::clone(&state));
+        let stop = async move {
+            shutdown.await;
+            tracing::info!("shutting down: not ready, no new connections");
+            state.ready.store(false, Ordering::Release);
+            let _ = stop_tx.send(true);
+        };
+        serve_tls(listener, tls, router, stop, grace, request_timeout).await;
+    });
+    Ok(Running {
+        addr,
+        metrics_addr,
+        app,
+        done,
+    })
+}
+
+async fn sigterm() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                tokio::select! {
+                    _ = s.recv() => {},
+                    _ = tokio::signal::ctrl_c() => {},
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+}
+
+/// `lbguard serve`.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    init_logging(args.log_format);
+    let config = match &args.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let (cert, key) = match (&args.tls_cert, &args.tls_key, args.dev) {
+        (Some(c), Some(k), _) => (c.clone(), k.clone()),
+        (_, _, true) => {
+            let (paths, made) = devcert::ensure(&args.dev_dir).with_context(|| {
+                format!("preparing dev certificates in {}", args.dev_dir.display())
+            })?;
+            print_dev_help(&paths, made, args.addr)?;
+            (paths.cert, paths.key)
+        }
+        _ => anyhow::bail!(
+            "give --tls-cert and --tls-key, or --dev for a generated localhost certificate"
+        ),
+    };
+    // The cluster view arrives with the cluster-state rules; until then every server is
+    // standalone.
+    tracing::info!(
+        standalone = true,
+        "running standalone: no cluster connection, cluster rules see an empty cluster; cluster version from config: {}",
+        config.cluster.version.as_deref().unwrap_or("unknown")
+    );
+    let running = start(
+        ServerOptions {
+            config,
+            addr: args.addr,
+            metrics_addr: Some(args.metrics_addr),
+            cert,
+            key,
+            tls_reload_interval: args.tls_reload_interval,
+            shutdown_grace: args.shutdown_grace,
+            request_timeout: REQUEST_TIMEOUT,
+        },
+        sigterm(),
+    )
+    .await?;
+    tracing::info!(addr = %running.addr, metrics = ?running.metrics_addr, "lbguard serving");
+    running.done.await.context("server task")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn print_dev_help(paths: &devcert::DevPaths, made: bool, addr: SocketAddr) -> anyhow::Result<()> {
+    use base64::Engine;
+    let ca = std::fs::read(&paths.ca)?;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
+    let port = addr.port();
+    println!(
+        "{} development certificate: {} (CA {})",
+        if made { "generated" } else { "using" },
+        paths.cert.display(),
+        paths.ca.display()
+    );
+    println!("caBundle: {bundle}");
+    println!(
+        "try: curl --cacert {} -H 'Content-Type: application/json' --data @tests/fixtures/review-create.json https://localhost:{port}/validate",
+        paths.ca.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("1h").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+}

@@ -1,0 +1,463 @@
+//! The admission server over real TLS, fed AdmissionReviews as a kube-apiserver sends them.
+
+mod common;
+
+use std::time::Duration;
+
+use base64::Engine;
+use common::{Start, TestServer, fixture, set_annotations};
+use serde_json::{Value, json};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+const ALI: &str = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-";
+const VOLC: &str = "service.beta.kubernetes.io/volcengine-loadbalancer-";
+
+fn key(prefix: &str, suffix: &str) -> String {
+    format!("{prefix}{suffix}")
+}
+
+#[tokio::test]
+async fn create_allowed_echoes_uid() {
+    let s = TestServer::start("").await;
+    let review = fixture("review-create.json");
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["uid"], review["request"]["uid"]);
+    assert_eq!(r["allowed"], true);
+    assert!(r.get("warnings").is_none(), "{r}");
+}
+
+#[tokio::test]
+async fn server_side_apply_create_is_allowed() {
+    let s = TestServer::start("").await;
+    let r = s
+        .client()
+        .post("/validate", &fixture("review-ssa-create.json"))
+        .await
+        .review();
+    assert_eq!(r["allowed"], true);
+}
+
+#[tokio::test]
+async fn create_denied_with_403_and_the_rule_message() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-create-denied.json");
+    set_annotations(
+        &mut review,
+        "object",
+        &[(&key(ALI, "address-type"), "Intranet")],
+    );
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["uid"], review["request"]["uid"]);
+    assert_eq!(r["allowed"], false);
+    assert_eq!(r["status"]["code"], 403);
+    let msg = r["status"]["message"].as_str().unwrap();
+    assert!(msg.starts_with("[address-type-value] service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type is \"Intranet\""), "{msg}");
+}
+
+#[tokio::test]
+async fn warnings_reach_the_response() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-create.json");
+    set_annotations(
+        &mut review,
+        "object",
+        &[
+            (&key(VOLC, "id"), "clb-1"),
+            (&key(VOLC, "server-group-id"), "rsp-1:80"),
+            (&key(VOLC, "weight"), "0"),
+        ],
+    );
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["allowed"], true);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().starts_with("[weight-range]")),
+        "{warnings:?}"
+    );
+}
+
+#[tokio::test]
+async fn update_that_moves_the_load_balancer_is_denied() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-update.json");
+    set_annotations(&mut review, "oldObject", &[(&key(ALI, "id"), "lb-a")]);
+    set_annotations(&mut review, "object", &[(&key(ALI, "id"), "lb-b")]);
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["allowed"], false);
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("[lb-id-immutable]")
+    );
+}
+
+fn delete_review(protected: bool) -> Value {
+    let mut review = fixture("review-update.json");
+    let req = &mut review["request"];
+    req["operation"] = json!("DELETE");
+    req["oldObject"] = req["object"].clone();
+    req["object"] = Value::Null;
+    req["options"] = json!({"kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1", "propagationPolicy": "Background"});
+    if protected {
+        set_annotations(
+            &mut review,
+            "oldObject",
+            &[("lbguard.io/deletion-protection", "true")],
+        );
+    }
+    review
+}
+
+#[tokio::test]
+async fn delete_of_a_protected_service_is_denied() {
+    let s = TestServer::start("").await;
+    let r = s
+        .client()
+        .post("/validate", &delete_review(true))
+        .await
+        .review();
+    assert_eq!(r["allowed"], false);
+    assert_eq!(r["status"]["code"], 403);
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("[deletion-protection]")
+    );
+    let r = s
+        .client()
+        .post("/validate", &delete_review(false))
+        .await
+        .review();
+    assert_eq!(r["allowed"], true);
+}
+
+#[tokio::test]
+async fn dry_run_is_evaluated_the_same_way() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-dryrun-create.json");
+    assert_eq!(review["request"]["dryRun"], true);
+    set_annotations(
+        &mut review,
+        "object",
+        &[(&key(ALI, "address-type"), "public")],
+    );
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["allowed"], false);
+    let mut review = fixture("review-dryrun-update.json");
+    set_annotations(&mut review, "oldObject", &[(&key(VOLC, "weight"), "10")]);
+    set_annotations(&mut review, "object", &[(&key(VOLC, "weight"), "20")]);
+    let r = s.client().post("/validate", &review).await.review();
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[weight-immutable]"),
+        "{r}"
+    );
+}
+
+#[tokio::test]
+async fn exempt_namespace_is_allowed_unchecked() {
+    let s = TestServer::start("exemptions:\n  namespaces: [webhook-e2e]\n").await;
+    let mut review = fixture("review-create.json");
+    set_annotations(
+        &mut review,
+        "object",
+        &[(&key(ALI, "address-type"), "public")],
+    );
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["allowed"], true);
+    assert!(
+        r["warnings"][0]
+            .as_str()
+            .unwrap()
+            .contains("not checked: namespace webhook-e2e is exempt")
+    );
+}
+
+#[tokio::test]
+async fn other_kinds_are_allowed_at_once() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-create.json");
+    review["request"]["kind"] = json!({"group": "", "version": "v1", "kind": "ConfigMap"});
+    review["request"]["resource"] = json!({"group": "", "version": "v1", "resource": "configmaps"});
+    review["request"]["object"] = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "data": {"a": "b"}});
+    for path in ["/validate", "/mutate"] {
+        let r = s.client().post(path, &review).await.review();
+        assert_eq!(r["allowed"], true);
+        assert_eq!(r["uid"], review["request"]["uid"]);
+        assert!(r.get("patch").is_none());
+    }
+}
+
+#[tokio::test]
+async fn non_load_balancer_service_is_allowed() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-create.json");
+    review["request"]["object"]["spec"]["type"] = json!("ClusterIP");
+    set_annotations(
+        &mut review,
+        "object",
+        &[(&key(ALI, "address-type"), "public")],
+    );
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["allowed"], true);
+}
+
+const DEFAULTS: &str =
+    "defaults:\n  volcengineWeight: 100\n  annotations:\n    example.com/team: platform\n";
+
+#[tokio::test]
+async fn mutate_patch_applies_and_a_second_pass_is_empty() {
+    let s = TestServer::start(DEFAULTS).await;
+    let mut review = fixture("review-create-mutate.json");
+    set_annotations(
+        &mut review,
+        "object",
+        &[
+            (&key(VOLC, "id"), "clb-1"),
+            (&key(VOLC, "server-group-id"), "rsp-1:80"),
+        ],
+    );
+    let r = s.client().post("/mutate", &review).await.review();
+    assert_eq!(r["allowed"], true);
+    assert_eq!(r["patchType"], "JSONPatch");
+    let raw = base64::engine::general_purpose::STANDARD
+        .decode(r["patch"].as_str().unwrap())
+        .unwrap();
+    let patch: json_patch::Patch = serde_json::from_slice(&raw).unwrap();
+    let mut object = review["request"]["object"].clone();
+    json_patch::patch(&mut object, &patch).unwrap();
+    assert_eq!(
+        object["metadata"]["annotations"][key(VOLC, "weight")],
+        "100"
+    );
+    assert_eq!(
+        object["metadata"]["annotations"]["example.com/team"],
+        "platform"
+    );
+    // Everything else is untouched.
+    assert_eq!(object["spec"], review["request"]["object"]["spec"]);
+    let warnings = r["warnings"].as_array().unwrap();
+    assert_eq!(warnings.len(), 2, "{warnings:?}");
+    assert!(r["auditAnnotations"].as_object().unwrap().len() == 2);
+
+    // The API server may reinvoke the webhook with its own output: nothing more to do.
+    review["request"]["object"] = object.clone();
+    let again = s.client().post("/mutate", &review).await.review();
+    assert!(again.get("patch").is_none(), "{again}");
+    // And validation of the mutated object passes.
+    let v = s.client().post("/validate", &review).await.review();
+    assert_eq!(v["allowed"], true, "{v}");
+}
+
+#[tokio::test]
+async fn mutate_without_defaults_sends_no_patch() {
+    let s = TestServer::start("").await;
+    let r = s
+        .client()
+        .post("/mutate", &fixture("review-create-mutate.json"))
+        .await
+        .review();
+    assert_eq!(r["allowed"], true);
+    assert!(r.get("patch").is_none());
+}
+
+#[tokio::test]
+async fn malformed_json_gets_400_with_a_json_error() {
+    let s = TestServer::start("").await;
+    let r = s
+        .client()
+        .request("POST", "/validate", b"{not json".to_vec())
+        .await
+        .unwrap();
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"].as_str().unwrap().contains("not JSON"));
+}
+
+#[tokio::test]
+async fn missing_request_gets_400() {
+    let s = TestServer::start("").await;
+    let r = s
+        .client()
+        .post(
+            "/validate",
+            &json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview"}),
+        )
+        .await;
+    assert_eq!(r.status, 400);
+    assert!(r.json()["error"].as_str().unwrap().contains("no request"));
+}
+
+#[tokio::test]
+async fn wrong_api_version_with_a_uid_gets_a_structured_refusal() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-create.json");
+    review["apiVersion"] = json!("admission.k8s.io/v1beta1");
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["uid"], review["request"]["uid"]);
+    assert_eq!(r["allowed"], false);
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("admission.k8s.io/v1beta1")
+    );
+}
+
+#[tokio::test]
+async fn unreadable_service_is_refused_naming_the_field() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-create.json");
+    review["request"]["object"]["metadata"]["annotations"]["kubernetes.io/elb.class"] = json!(5);
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["allowed"], false);
+    let msg = r["status"]["message"].as_str().unwrap();
+    assert!(
+        msg.contains("request.object.metadata.annotations.kubernetes.io/elb.class"),
+        "{msg}"
+    );
+}
+
+#[tokio::test]
+async fn update_without_old_object_is_refused() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-update.json");
+    review["request"]["oldObject"] = Value::Null;
+    let r = s.client().post("/validate", &review).await.review();
+    assert_eq!(r["allowed"], false);
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("UPDATE request carries no oldObject")
+    );
+}
+
+#[tokio::test]
+async fn huge_body_gets_413() {
+    let s = TestServer::start("").await;
+    let body = vec![b' '; 4 * 1024 * 1024];
+    let r = s.client().request("POST", "/validate", body).await.unwrap();
+    assert_eq!(r.status, 413);
+    assert!(r.json()["error"].as_str().unwrap().contains("exceeds"));
+}
+
+#[tokio::test]
+async fn health_and_readiness() {
+    let s = TestServer::start("").await;
+    assert_eq!(s.client().get("/healthz").await.status, 200);
+    assert_eq!(s.client().get("/readyz").await.status, 200);
+}
+
+#[tokio::test]
+async fn metrics_count_requests_and_violations() {
+    let s = TestServer::start("").await;
+    let mut review = fixture("review-create.json");
+    set_annotations(
+        &mut review,
+        "object",
+        &[(&key(ALI, "address-type"), "public")],
+    );
+    s.client().post("/validate", &review).await.review();
+    let addr = s.running.metrics_addr.unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.unwrap();
+    assert!(text.contains("lbguard_admission_requests_total{endpoint=\"validate\",operation=\"CREATE\",verdict=\"denied\"} 1"), "{text}");
+    assert!(
+        text.contains("lbguard_violations_total{rule=\"address-type-value\",action=\"deny\"} 1"),
+        "{text}"
+    );
+    assert!(text.contains("lbguard_admission_duration_seconds_count{endpoint=\"validate\"} 1"));
+    assert!(text.contains("lbguard_tls_reloads_total 0"));
+}
+
+#[tokio::test]
+async fn slow_client_is_cut_off() {
+    let s = TestServer::start_with(Start {
+        request_timeout: Duration::from_millis(300),
+        ..Default::default()
+    })
+    .await;
+    // Headers never finish.
+    let mut stream = s.client().connect().await.unwrap();
+    stream
+        .write_all(b"POST /validate HTTP/1.1\r\nhost: localhost\r\n")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf)).await;
+    assert!(read.is_ok(), "connection was held open");
+    // A body that never finishes.
+    let mut stream = s.client().connect().await.unwrap();
+    stream
+        .write_all(b"POST /validate HTTP/1.1\r\nhost: localhost\r\ncontent-length: 100\r\n\r\n{")
+        .await
+        .unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf))
+        .await
+        .unwrap()
+        .ok();
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 408"), "{text}");
+}
+
+#[tokio::test]
+async fn shutdown_finishes_in_flight_requests_and_refuses_new_ones() {
+    let mut s = TestServer::start("").await;
+    let body = serde_json::to_vec(&fixture("review-create.json")).unwrap();
+    let mut stream = s.client().connect().await.unwrap();
+    let head = format!(
+        "POST /validate HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    stream.write_all(head.as_bytes()).await.unwrap();
+    stream.write_all(&body[..10]).await.unwrap();
+    stream.flush().await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+
+    s.stop();
+    // Readiness drops and the listener closes.
+    let mut refused = false;
+    for _ in 0..50 {
+        if tokio::net::TcpStream::connect(s.running.addr)
+            .await
+            .is_err()
+        {
+            refused = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(refused, "new connections still accepted after shutdown");
+    assert!(
+        !s.running
+            .app
+            .ready
+            .load(std::sync::atomic::Ordering::Acquire)
+    );
+
+    // The request in flight still gets its answer.
+    stream.write_all(&body[10..]).await.unwrap();
+    let mut buf = Vec::new();
+    tokio::time::timeout(Duration::from_secs(5), stream.read_to_end(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
+    let text = String::from_utf8_lossy(&buf);
+    assert!(text.starts_with("HTTP/1.1 200"), "{text}");
+    assert!(text.contains("\"allowed\":true"), "{text}");
+    tokio::time::timeout(Duration::from_secs(5), &mut s.running.done)
+        .await
+        .unwrap()
+        .unwrap();
+}
