@@ -4,7 +4,9 @@
 pub mod cli;
 pub mod config;
 pub mod engine;
+pub mod inventory;
 pub mod providers;
+pub mod reload;
 pub mod rules;
 pub mod server;
 

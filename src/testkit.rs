@@ -4,8 +4,10 @@ use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 
 use crate::config::Config;
 use crate::engine::{
-    EmptyCluster, EmptyInventory, Input, Operation, UserInfo, Verdict, Versions, evaluate,
+    EmptyCluster, EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Versions,
+    evaluate,
 };
+use crate::inventory::Snapshot;
 use crate::providers::{Provider, catalog};
 use crate::rules::Action;
 
@@ -134,13 +136,22 @@ pub fn cfg(yaml: &str) -> Config {
 }
 
 pub fn run(input: &Input, config: &Config) -> Verdict {
+    run_with(input, config, &EmptyInventory)
+}
+
+pub fn run_with(input: &Input, config: &Config, inventory: &dyn Inventory) -> Verdict {
     evaluate(
         input,
         config,
         &Versions::from_config(config),
         &EmptyCluster,
-        &EmptyInventory,
+        inventory,
     )
+}
+
+/// An inventory from YAML text.
+pub fn inventory(yaml: &str) -> Snapshot {
+    Snapshot::parse(yaml, "test-inventory.yaml").unwrap()
 }
 
 /// What a test expects of one rule.
@@ -154,8 +165,19 @@ pub enum Expect {
 
 /// Evaluates and asserts the outcome of rule `id`, printing the verdict on failure.
 pub fn expect(input: &Input, config: &Config, id: &str, want: Expect) -> Verdict {
+    expect_with(input, config, &EmptyInventory, id, want)
+}
+
+/// `expect` with an inventory.
+pub fn expect_with(
+    input: &Input,
+    config: &Config,
+    inventory: &dyn Inventory,
+    id: &str,
+    want: Expect,
+) -> Verdict {
     assert!(crate::rules::find(id).is_some(), "no rule {id}");
-    let v = run(input, config);
+    let v = run_with(input, config, inventory);
     let mine: Vec<_> = v.violations.iter().filter(|x| x.rule == id).collect();
     let got = if mine.iter().any(|x| x.action == Action::Deny) {
         Expect::Deny

@@ -63,8 +63,8 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
         results.len()
     );
     assert_eq!(
-        doc["summary"]["skipped"], 1,
-        "examples/config.yaml is skipped"
+        doc["summary"]["skipped"], 2,
+        "the config and the inventory are not Kubernetes objects"
     );
 }
 
@@ -290,4 +290,69 @@ fn rules_lists_every_rule() {
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.lines().count() >= 33);
     assert!(text.contains("lb-id-immutable"));
+}
+
+#[test]
+fn inventory_examples_are_denied_by_their_rule() {
+    let out = lbguard(
+        &[
+            "check",
+            "--output",
+            "json",
+            "--config",
+            "examples/config.yaml",
+            "--inventory",
+            "examples/inventory/inventory.yaml",
+            "examples/inventory/",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc = json(&out);
+    let results = doc["results"].as_array().unwrap();
+    assert_eq!(results.len(), 8);
+    for r in results {
+        let file = r["file"].as_str().unwrap();
+        let base = file.rsplit('/').next().unwrap().split(' ').next().unwrap();
+        match base
+            .strip_prefix("deny-")
+            .and_then(|b| b.strip_suffix(".yaml"))
+        {
+            Some(rule) => assert!(
+                r["violations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|v| v["rule"] == rule && v["action"] == "deny"),
+                "{file}: {r}"
+            ),
+            None => assert_eq!(r["allowed"], true, "{file}: {r}"),
+        }
+    }
+}
+
+#[test]
+fn broken_inventory_exits_two_naming_the_entry() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("inv.yaml");
+    std::fs::write(
+        &path,
+        "loadBalancers:\n  - {id: a, provider: alibaba, addressType: public}\n",
+    )
+    .unwrap();
+    let out = lbguard(
+        &[
+            "check",
+            "--inventory",
+            path.to_str().unwrap(),
+            "examples/alibaba/",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(2));
+    let err = stderr(&out);
+    assert!(
+        err.contains("inv.yaml") && err.contains("loadBalancers[0].addressType"),
+        "{err}"
+    );
 }

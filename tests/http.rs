@@ -461,3 +461,60 @@ async fn shutdown_finishes_in_flight_requests_and_refuses_new_ones() {
         .unwrap()
         .unwrap();
 }
+
+#[tokio::test]
+async fn the_server_uses_and_reloads_the_inventory() {
+    let dir = tempfile::tempdir().unwrap();
+    let inv = dir.path().join("inventory.yaml");
+    std::fs::write(&inv, "loadBalancers:\n  - {id: lb-a, provider: alibaba, addressType: intranet, createdBy: user}\n").unwrap();
+    let config: &'static str =
+        Box::leak(format!("inventory:\n  path: {}\n", inv.display()).into_boxed_str());
+    let s = TestServer::start_with(Start {
+        config,
+        reload: Duration::from_millis(50),
+        ..Default::default()
+    })
+    .await;
+
+    let mut review = fixture("review-create.json");
+    set_annotations(&mut review, "object", &[(&key(ALI, "id"), "lb-a")]);
+    // Mutation fills in the LB's address type; without it validation denies the mismatch.
+    let m = s.client().post("/mutate", &review).await.review();
+    assert!(
+        m["warnings"][0].as_str().unwrap().contains("address-type"),
+        "{m}"
+    );
+    let r = s.client().post("/validate", &review).await.review();
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("[address-type-match]"),
+        "{r}"
+    );
+
+    // A changed inventory is picked up; a broken one keeps the last good.
+    std::fs::write(&inv, "loadBalancers:\n  - {id: lb-a, provider: alibaba, addressType: internet, createdBy: user}\n").unwrap();
+    let mut allowed = false;
+    for _ in 0..100 {
+        if s.client().post("/validate", &review).await.review()["allowed"] == true {
+            allowed = true;
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(allowed, "the new inventory was never used");
+    std::fs::write(&inv, "not: [valid").unwrap();
+    let metrics = &s.running.app.metrics;
+    for _ in 0..100 {
+        if metrics.inventory_reload_errors.get() > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(metrics.inventory_reload_errors.get() > 0);
+    assert_eq!(
+        s.client().post("/validate", &review).await.review()["allowed"],
+        true
+    );
+}

@@ -163,7 +163,7 @@ async fn a_bad_first_certificate_stops_the_start() {
         metrics_addr: None,
         cert: dir.path().join("tls.crt"),
         key: dir.path().join("tls.key"),
-        tls_reload_interval: Duration::from_secs(1),
+        reload_interval: Duration::from_secs(1),
         shutdown_grace: Duration::from_secs(1),
         request_timeout: Duration::from_secs(1),
     };

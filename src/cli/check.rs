@@ -13,8 +13,10 @@ use serde_json::Value;
 
 use crate::config::{Config, ProviderChoice};
 use crate::engine::{
-    EmptyCluster, EmptyInventory, Input, Operation, UserInfo, Verdict, Versions, evaluate, mutate,
+    EmptyCluster, EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Versions,
+    evaluate, mutate,
 };
+use crate::inventory::Snapshot;
 use crate::rules::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -39,6 +41,9 @@ pub struct CheckArgs {
     pub old: Vec<PathBuf>,
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
+    /// Load balancer inventory (YAML; overrides the config's inventory.path).
+    #[arg(long, value_name = "FILE")]
+    pub inventory: Option<PathBuf>,
     /// Skip the mutating defaults.
     #[arg(long)]
     pub no_defaults: bool,
@@ -236,6 +241,7 @@ pub fn check_one(
     old: Option<Service>,
     config: &Config,
     versions: &Versions,
+    inventory: &dyn Inventory,
     defaults: bool,
 ) -> Result<Checked, String> {
     let op = if old.is_some() {
@@ -250,7 +256,7 @@ pub fn check_one(
     let mut input = Input::new(op, Some(service), old, user).map_err(|e| e.to_string())?;
     let (mut patch, mut applied) = (json_patch::Patch(vec![]), vec![]);
     if defaults
-        && let Some(m) = mutate(&input, config, versions, &EmptyInventory)
+        && let Some(m) = mutate(&input, config, versions, inventory)
         && m.changed()
     {
         let before = serde_json::to_value(input.object.as_ref()).map_err(|e| e.to_string())?;
@@ -259,7 +265,7 @@ pub fn check_one(
         applied = m.applied;
         input.object = Some(m.desired);
     }
-    let verdict = evaluate(&input, config, versions, &EmptyCluster, &EmptyInventory);
+    let verdict = evaluate(&input, config, versions, &EmptyCluster, inventory);
     Ok(Checked {
         origin: String::new(),
         input,
@@ -276,6 +282,9 @@ fn build_config(args: &CheckArgs) -> Result<Config, String> {
     };
     if let Some(p) = args.provider {
         config.provider = p;
+    }
+    if let Some(i) = &args.inventory {
+        config.inventory.path = Some(i.display().to_string());
     }
     if let Some(v) = &args.cluster_version {
         config.cluster.version = Some(v.clone());
@@ -311,6 +320,20 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
     };
     let versions = Versions::from_config(&config);
+    let inventory = match &config.inventory.path {
+        None => None,
+        Some(p) => match Snapshot::load(Path::new(p)) {
+            Ok(s) => Some(s),
+            Err(e) => {
+                eprintln!("lbguard check: {e}");
+                return ExitCode::from(2);
+            }
+        },
+    };
+    let inventory: &dyn Inventory = match &inventory {
+        Some(s) => s,
+        None => &EmptyInventory,
+    };
     let old_loaded = load(&args.old);
     let mut errors = old_loaded.errors;
     let old: HashMap<(String, String), Service> = old_loaded
@@ -324,7 +347,14 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let mut results = Vec::new();
     for found in loaded.services {
         let live = old.get(&key_of(&found.service)).cloned();
-        match check_one(found.service, live, &config, &versions, !args.no_defaults) {
+        match check_one(
+            found.service,
+            live,
+            &config,
+            &versions,
+            inventory,
+            !args.no_defaults,
+        ) {
             Ok(mut c) => {
                 c.origin = found.origin;
                 results.push(c);

@@ -26,11 +26,23 @@ pub struct EmptyCluster;
 impl ClusterView for EmptyCluster {}
 
 /// Facts about load balancers that Kubernetes does not hold.
-pub trait Inventory: Send + Sync {}
+pub trait Inventory: Send + Sync {
+    /// False when no inventory is configured: inventory rules then stay silent.
+    fn configured(&self) -> bool;
+    fn get(&self, provider: Provider, id: &str) -> Option<&crate::inventory::LoadBalancer>;
+}
 
+/// No inventory configured.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct EmptyInventory;
-impl Inventory for EmptyInventory {}
+impl Inventory for EmptyInventory {
+    fn configured(&self) -> bool {
+        false
+    }
+    fn get(&self, _: Provider, _: &str) -> Option<&crate::inventory::LoadBalancer> {
+        None
+    }
+}
 
 /// Everything a rule may read. Built once per request.
 pub struct Ctx<'a> {
@@ -108,6 +120,8 @@ pub struct Finding {
     pub field: String,
     pub message: String,
     pub advisory: bool,
+    /// The load balancer is not in the inventory: `inventory.unknownLoadBalancer` decides.
+    pub unknown: bool,
 }
 
 /// What rules push into. Knows which rule is running so rules cannot mislabel findings.
@@ -138,12 +152,21 @@ impl Findings {
         self.add(field.into(), message.into(), true);
     }
 
+    /// The rule needs a load balancer the inventory does not list.
+    pub fn unknown(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), false);
+        if let Some(last) = self.items.last_mut() {
+            last.unknown = true;
+        }
+    }
+
     fn add(&mut self, field: String, message: String, advisory: bool) {
         self.items.push(Finding {
             rule: self.rule,
             field,
             message,
             advisory,
+            unknown: false,
         });
     }
 
@@ -283,6 +306,8 @@ pub fn evaluate(
         ));
     }
     let mut findings = Findings::new();
+    // One report per unknown load balancer, naming every rule that could not decide.
+    let mut unknown: Vec<(Finding, Vec<&'static str>)> = Vec::new();
     for rule in registry() {
         let action = config.action_for(rule.id, rule.default);
         if action == Action::Off {
@@ -291,10 +316,34 @@ pub fn evaluate(
         let before = findings.items.len();
         run_rule(rule, &ctx, &providers, &mut findings);
         for f in findings.items.drain(before..) {
+            if f.unknown {
+                match unknown.iter_mut().find(|(u, _)| u.message == f.message) {
+                    Some((_, rules)) => rules.push(f.rule),
+                    None => unknown.push((f.clone(), vec![f.rule])),
+                }
+                continue;
+            }
             verdict.violations.push(Violation {
                 rule: f.rule,
                 action: if f.advisory { Action::Warn } else { action },
                 message: format!("[{}] {}", f.rule, f.message),
+                field: f.field,
+            });
+        }
+    }
+    let unknown_action = config.inventory.unknown_load_balancer;
+    if unknown_action != Action::Off {
+        for (f, rules) in unknown {
+            verdict.violations.push(Violation {
+                rule: f.rule,
+                action: unknown_action,
+                message: format!(
+                    "[{}] {} (rules that could not decide: {}; inventory.unknownLoadBalancer: {})",
+                    f.rule,
+                    f.message,
+                    rules.join(", "),
+                    unknown_action.as_str()
+                ),
                 field: f.field,
             });
         }

@@ -121,6 +121,26 @@ pub fn mutate(
     let new = super::Svc(object);
     let d = &config.defaults;
 
+    if inventory.configured() {
+        for p in [Provider::Ctyun, Provider::Alibaba] {
+            let cat = catalog(p);
+            if !providers.contains(&p) || cat.get(new, "address-type").is_some() {
+                continue;
+            }
+            let lb_type = cat
+                .get(new, "id")
+                .and_then(|id| inventory.get(p, id.value))
+                .and_then(|lb| lb.address_type);
+            if let Some(t) = lb_type {
+                b.annotation(
+                    &cat.key("address-type"),
+                    t.as_str(),
+                    "the reused load balancer's address type, from the inventory",
+                    true,
+                );
+            }
+        }
+    }
     if providers.contains(&Provider::Volcengine)
         && let Some(w) = d.volcengine_weight
     {

@@ -1,6 +1,7 @@
 //! The rule registry: every rule's static metadata and check, in one explicit list.
 
 pub mod common;
+pub mod inventory;
 
 use std::sync::LazyLock;
 
@@ -104,6 +105,7 @@ static REGISTRY: LazyLock<Vec<&'static Rule>> = LazyLock::new(|| {
         .chain(providers::ctyun::RULES)
         .chain(providers::huawei::RULES)
         .chain(providers::volcengine::RULES)
+        .chain(inventory::RULES)
         .collect()
 });
 

@@ -15,7 +15,9 @@ use kube::core::admission::{
 use serde_json::{Value, json};
 
 use super::{AppState, BODY_LIMIT};
-use crate::engine::{EmptyCluster, EmptyInventory, Input, Operation, UserInfo, evaluate, mutate};
+use crate::engine::{
+    EmptyCluster, EmptyInventory, Input, Inventory, Operation, UserInfo, evaluate, mutate,
+};
 use crate::rules::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -257,16 +259,15 @@ fn answer(app: &AppState, endpoint: Endpoint, value: Value) -> Result<Answer, Re
     }
     let mut response = AdmissionResponse::from(&req);
     let config = &app.config;
+    let snapshot = app.inventory.as_ref().map(|s| s.snapshot());
+    let inventory: &dyn Inventory = match &snapshot {
+        Some(s) => s.as_ref(),
+        None => &EmptyInventory,
+    };
     let mut rules = Vec::new();
     match endpoint {
         Endpoint::Validate => {
-            let verdict = evaluate(
-                &input,
-                config,
-                &app.versions,
-                &EmptyCluster,
-                &EmptyInventory,
-            );
+            let verdict = evaluate(&input, config, &app.versions, &EmptyCluster, inventory);
             for v in &verdict.violations {
                 app.metrics
                     .violations
@@ -304,7 +305,7 @@ fn answer(app: &AppState, endpoint: Endpoint, value: Value) -> Result<Answer, Re
             }
         }
         Endpoint::Mutate => {
-            if let Some(m) = mutate(&input, config, &app.versions, &EmptyInventory)
+            if let Some(m) = mutate(&input, config, &app.versions, inventory)
                 && m.changed()
             {
                 let patch = serde_json::to_value(input.object.as_ref())

@@ -3,6 +3,7 @@
 use prometheus_client::encoding::EncodeLabelSet;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::Registry;
 
@@ -35,6 +36,9 @@ pub struct Metrics {
     pub latency: Family<EndpointLabels, Histogram, fn() -> Histogram>,
     pub tls_reloads: Counter,
     pub tls_reload_errors: Counter,
+    pub inventory_reloads: Counter,
+    pub inventory_reload_errors: Counter,
+    pub inventory_load_balancers: Gauge,
     registry: Registry,
 }
 
@@ -79,7 +83,28 @@ impl Metrics {
             "Certificate reloads that failed (the old certificate stays)",
             tls_reload_errors.clone(),
         );
+        let inventory_reloads = Counter::default();
+        let inventory_reload_errors = Counter::default();
+        let inventory_load_balancers = Gauge::default();
+        registry.register(
+            "inventory_reloads",
+            "Inventory reloads that swapped in a new inventory",
+            inventory_reloads.clone(),
+        );
+        registry.register(
+            "inventory_reload_errors",
+            "Inventory reloads that failed (the last good inventory stays)",
+            inventory_reload_errors.clone(),
+        );
+        registry.register(
+            "inventory_load_balancers",
+            "Load balancers in the current inventory",
+            inventory_load_balancers.clone(),
+        );
         Self {
+            inventory_reloads,
+            inventory_reload_errors,
+            inventory_load_balancers,
             requests,
             violations,
             latency,

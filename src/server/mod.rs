@@ -25,6 +25,7 @@ use tokio_rustls::TlsAcceptor;
 
 use crate::config::Config;
 use crate::engine::Versions;
+use crate::inventory::InventoryStore;
 use metrics::Metrics;
 use tls::ReloadingResolver;
 
@@ -39,6 +40,8 @@ pub struct App {
     pub config: Config,
     pub versions: Versions,
     pub metrics: Arc<Metrics>,
+    /// The load balancer inventory, when configured.
+    pub inventory: Option<Arc<InventoryStore>>,
     /// Longest time to receive a request body.
     pub request_timeout: Duration,
     /// Config and TLS loaded, not shutting down.
@@ -53,6 +56,7 @@ impl App {
             versions: Versions::from_config(&config),
             config,
             metrics,
+            inventory: None,
             request_timeout: REQUEST_TIMEOUT,
             ready: AtomicBool::new(false),
         })
@@ -187,9 +191,9 @@ pub struct ServeArgs {
     /// Run without a cluster: cluster rules see an empty cluster.
     #[arg(long)]
     pub standalone: bool,
-    /// How often the certificate files are checked for changes.
+    /// How often the certificate and inventory files are checked for changes.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
-    pub tls_reload_interval: Duration,
+    pub reload_interval: Duration,
     /// How long in-flight requests may take to finish after SIGTERM.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
@@ -226,7 +230,8 @@ pub struct ServerOptions {
     pub metrics_addr: Option<SocketAddr>,
     pub cert: PathBuf,
     pub key: PathBuf,
-    pub tls_reload_interval: Duration,
+    /// How often the certificate and inventory files are checked for changes.
+    pub reload_interval: Duration,
     pub shutdown_grace: Duration,
     pub request_timeout: Duration,
 }
@@ -248,10 +253,34 @@ pub async fn start(
     let metrics = Arc::new(Metrics::new());
     let resolver =
         ReloadingResolver::load(&opts.cert, &opts.key).context("loading the TLS certificate")?;
-    resolver.spawn_poller(opts.tls_reload_interval, Arc::clone(&metrics));
+    resolver.spawn_poller(opts.reload_interval, &metrics);
+    let inventory = match &opts.config.inventory.path {
+        None => None,
+        Some(p) => {
+            let store = InventoryStore::load(std::path::Path::new(p))
+                .context("loading the load balancer inventory")?;
+            metrics
+                .inventory_load_balancers
+                .set(store.snapshot().len() as i64);
+            let (me, gauge) = (Arc::clone(&store), metrics.inventory_load_balancers.clone());
+            crate::reload::spawn_poll(
+                "load balancer inventory",
+                opts.reload_interval,
+                metrics.inventory_reloads.clone(),
+                metrics.inventory_reload_errors.clone(),
+                move || {
+                    let swapped = me.reload()?;
+                    gauge.set(me.snapshot().len() as i64);
+                    Ok::<bool, crate::inventory::InventoryError>(swapped)
+                },
+            );
+            Some(store)
+        }
+    };
     let mut app = App::new(opts.config, Arc::clone(&metrics));
     if let Some(a) = Arc::get_mut(&mut app) {
         a.request_timeout = opts.request_timeout;
+        a.inventory = inventory;
     }
     let listener = TcpListener::bind(opts.addr)
         .await
@@ -368,7 +397,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             metrics_addr: Some(args.metrics_addr),
             cert,
             key,
-            tls_reload_interval: args.tls_reload_interval,
+            reload_interval: args.reload_interval,
             shutdown_grace: args.shutdown_grace,
             request_timeout: REQUEST_TIMEOUT,
         },

@@ -125,28 +125,15 @@ impl ReloadingResolver {
     }
 
     /// Polls the files until the process ends.
-    pub fn spawn_poller(self: &Arc<Self>, every: Duration, metrics: Arc<Metrics>) {
+    pub fn spawn_poller(self: &Arc<Self>, every: Duration, metrics: &Metrics) {
         let me = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(every);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                let me = Arc::clone(&me);
-                match tokio::task::spawn_blocking(move || me.reload()).await {
-                    Ok(Ok(true)) => {
-                        metrics.tls_reloads.inc();
-                        tracing::info!("TLS certificate reloaded");
-                    }
-                    Ok(Ok(false)) => {}
-                    Ok(Err(e)) => {
-                        metrics.tls_reload_errors.inc();
-                        tracing::error!(error = %e, "TLS certificate not reloaded; keeping the current one");
-                    }
-                    Err(e) => tracing::error!(error = %e, "TLS reload task failed"),
-                }
-            }
-        });
+        crate::reload::spawn_poll(
+            "TLS certificate",
+            every,
+            metrics.tls_reloads.clone(),
+            metrics.tls_reload_errors.clone(),
+            move || me.reload(),
+        );
     }
 }
 

@@ -100,7 +100,7 @@ impl TestServer {
                 metrics_addr: Some("127.0.0.1:0".parse().unwrap()),
                 cert,
                 key,
-                tls_reload_interval: s.reload,
+                reload_interval: s.reload,
                 shutdown_grace: s.grace,
                 request_timeout: s.request_timeout,
             },

@@ -1,0 +1,428 @@
+//! The load balancer inventory: facts Kubernetes does not hold (address type, VPC, creator,
+//! existing listeners), from a YAML file that is reloaded when it changes.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use serde::{Deserialize, Serialize};
+
+use crate::engine::Inventory;
+use crate::providers::Provider;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum LbKind {
+    Clb,
+    Nlb,
+    ElbShared,
+    ElbDedicated,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum AddressType {
+    Internet,
+    Intranet,
+}
+
+impl AddressType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AddressType::Internet => "internet",
+            AddressType::Intranet => "intranet",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CreatedBy {
+    User,
+    Ccm,
+    Apiserver,
+    Ingress,
+}
+
+impl CreatedBy {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CreatedBy::User => "user",
+            CreatedBy::Ccm => "ccm",
+            CreatedBy::Apiserver => "apiserver",
+            CreatedBy::Ingress => "ingress",
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Listener {
+    pub port: u16,
+    /// TCP, UDP, HTTP, HTTPS or TLS (any case).
+    pub protocol: String,
+    /// `external`, or the `namespace/name` of the Service that owns it.
+    #[serde(default = "external")]
+    pub owner: String,
+}
+
+fn external() -> String {
+    "external".into()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Attachment {
+    pub cluster: String,
+    pub namespace: String,
+    pub name: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct LoadBalancer {
+    pub id: String,
+    pub provider: Provider,
+    #[serde(default)]
+    pub kind: Option<LbKind>,
+    #[serde(default)]
+    pub address_type: Option<AddressType>,
+    #[serde(default)]
+    pub vpc_id: Option<String>,
+    #[serde(default)]
+    pub created_by: Option<CreatedBy>,
+    #[serde(default)]
+    pub listeners: Vec<Listener>,
+    #[serde(default)]
+    pub attached_from: Vec<Attachment>,
+    /// Huawei dedicated ELB flavors present: `l4`, `l7`.
+    #[serde(default)]
+    pub flavors: Vec<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct InventoryFile {
+    #[serde(default)]
+    pub load_balancers: Vec<LoadBalancer>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum InventoryError {
+    #[error("cannot read inventory {path}: {source}")]
+    Read {
+        path: String,
+        source: std::io::Error,
+    },
+    #[error("inventory {path}: {message}")]
+    Parse { path: String, message: String },
+    #[error("inventory {path}: loadBalancers[{index}] (id {id}): {message}")]
+    Entry {
+        path: String,
+        index: usize,
+        id: String,
+        message: String,
+    },
+}
+
+/// One loaded inventory, indexed by provider and id.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    by_id: HashMap<(Provider, String), LoadBalancer>,
+    configured: bool,
+}
+
+impl Snapshot {
+    /// An inventory that was configured but holds these load balancers.
+    pub fn from_file(file: InventoryFile) -> Self {
+        Self {
+            by_id: file
+                .load_balancers
+                .into_iter()
+                .map(|lb| ((lb.provider, lb.id.clone()), lb))
+                .collect(),
+            configured: true,
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.by_id.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.by_id.is_empty()
+    }
+
+    /// Parses the YAML text; errors name the file, the entry and the field.
+    pub fn parse(text: &str, path: &str) -> Result<Self, InventoryError> {
+        let file: InventoryFile = if text.trim().is_empty() {
+            InventoryFile::default()
+        } else {
+            let de = serde_yaml_ng::Deserializer::from_str(text);
+            serde_path_to_error::deserialize(de).map_err(|e| {
+                let at = e.path().to_string();
+                InventoryError::Parse {
+                    path: path.into(),
+                    message: if at == "." {
+                        e.inner().to_string()
+                    } else {
+                        format!("{at}: {}", e.inner())
+                    },
+                }
+            })?
+        };
+        let mut seen = HashMap::new();
+        for (index, lb) in file.load_balancers.iter().enumerate() {
+            let entry = |message: String| InventoryError::Entry {
+                path: path.into(),
+                index,
+                id: lb.id.clone(),
+                message,
+            };
+            if lb.id.trim().is_empty() {
+                return Err(entry("id is empty".into()));
+            }
+            if let Some(first) = seen.insert((lb.provider, lb.id.clone()), index) {
+                return Err(entry(format!("duplicate of loadBalancers[{first}]")));
+            }
+            for (i, l) in lb.listeners.iter().enumerate() {
+                if l.port == 0 {
+                    return Err(entry(format!("listeners[{i}].port: 0 is not a port")));
+                }
+                if protocol_family(&l.protocol).is_none() {
+                    return Err(entry(format!(
+                        "listeners[{i}].protocol: \"{}\" is not one of TCP, UDP, HTTP, HTTPS, TLS",
+                        l.protocol
+                    )));
+                }
+            }
+        }
+        Ok(Self::from_file(file))
+    }
+
+    pub fn load(path: &Path) -> Result<Self, InventoryError> {
+        let text = std::fs::read_to_string(path).map_err(|source| InventoryError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        Self::parse(&text, &path.display().to_string())
+    }
+}
+
+impl Inventory for Snapshot {
+    fn configured(&self) -> bool {
+        self.configured
+    }
+
+    fn get(&self, provider: Provider, id: &str) -> Option<&LoadBalancer> {
+        self.by_id.get(&(provider, id.to_string()))
+    }
+}
+
+/// Listener port spaces: TCP, HTTP, HTTPS and TLS share one; UDP has its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum Family {
+    Tcp,
+    Udp,
+}
+
+impl Family {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Family::Tcp => "TCP",
+            Family::Udp => "UDP",
+        }
+    }
+}
+
+pub fn protocol_family(protocol: &str) -> Option<Family> {
+    match protocol.to_ascii_uppercase().as_str() {
+        "TCP" | "HTTP" | "HTTPS" | "TLS" => Some(Family::Tcp),
+        "UDP" => Some(Family::Udp),
+        _ => None,
+    }
+}
+
+/// The inventory a server uses: the last good snapshot, swapped when the file changes.
+pub struct InventoryStore {
+    path: PathBuf,
+    current: ArcSwap<Snapshot>,
+    seen: Mutex<Vec<u8>>,
+}
+
+impl std::fmt::Debug for InventoryStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "InventoryStore({})", self.path.display())
+    }
+}
+
+impl InventoryStore {
+    /// Loads the file once; a broken first file is an error.
+    pub fn load(path: &Path) -> Result<Arc<Self>, InventoryError> {
+        let bytes = std::fs::read(path).map_err(|source| InventoryError::Read {
+            path: path.display().to_string(),
+            source,
+        })?;
+        let snap = Snapshot::parse(
+            &String::from_utf8_lossy(&bytes),
+            &path.display().to_string(),
+        )?;
+        Ok(Arc::new(Self {
+            path: path.into(),
+            current: ArcSwap::from_pointee(snap),
+            seen: Mutex::new(bytes),
+        }))
+    }
+
+    pub fn snapshot(&self) -> Arc<Snapshot> {
+        self.current.load_full()
+    }
+
+    /// Re-reads the file; swaps in a changed, valid inventory. `Ok(true)` when swapped.
+    pub fn reload(&self) -> Result<bool, InventoryError> {
+        let bytes = std::fs::read(&self.path).map_err(|source| InventoryError::Read {
+            path: self.path.display().to_string(),
+            source,
+        })?;
+        let mut seen = self.seen.lock().unwrap_or_else(|p| p.into_inner());
+        if *seen == bytes {
+            return Ok(false);
+        }
+        let snap = Snapshot::parse(
+            &String::from_utf8_lossy(&bytes),
+            &self.path.display().to_string(),
+        )?;
+        self.current.store(Arc::new(snap));
+        *seen = bytes;
+        Ok(true)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GOOD: &str = r#"
+loadBalancers:
+  - id: lb-2ze123
+    provider: alibaba
+    kind: clb
+    addressType: intranet
+    vpcId: vpc-abc
+    createdBy: user
+    listeners:
+      - {port: 443, protocol: HTTPS, owner: external}
+    attachedFrom:
+      - {cluster: prod-b, namespace: shop, name: web}
+"#;
+
+    #[test]
+    fn parses_the_documented_format() {
+        let s = Snapshot::parse(GOOD, "inv.yaml").unwrap();
+        let lb = s.get(Provider::Alibaba, "lb-2ze123").unwrap();
+        assert_eq!(lb.address_type, Some(AddressType::Intranet));
+        assert_eq!(lb.listeners[0].port, 443);
+        assert_eq!(lb.attached_from[0].cluster, "prod-b");
+        assert!(s.get(Provider::Ctyun, "lb-2ze123").is_none());
+    }
+
+    #[test]
+    fn errors_name_file_entry_and_field() {
+        let e = Snapshot::parse(
+            &GOOD.replace("addressType: intranet", "addressType: private"),
+            "inv.yaml",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("inv.yaml") && e.contains("loadBalancers[0].addressType"),
+            "{e}"
+        );
+        let e = Snapshot::parse(&GOOD.replace("vpcId", "vpc"), "inv.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("loadBalancers[0]") && e.contains("vpc"), "{e}");
+        let e = Snapshot::parse(&GOOD.replace("HTTPS", "QUIC"), "inv.yaml")
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("loadBalancers[0] (id lb-2ze123): listeners[0].protocol"),
+            "{e}"
+        );
+        let twice = format!("{GOOD}{}", GOOD.replace("loadBalancers:\n", ""));
+        let e = Snapshot::parse(&twice, "inv.yaml").unwrap_err().to_string();
+        assert!(e.contains("duplicate"), "{e}");
+    }
+
+    #[test]
+    fn families() {
+        assert_eq!(protocol_family("https"), Some(Family::Tcp));
+        assert_eq!(protocol_family("TLS"), Some(Family::Tcp));
+        assert_eq!(protocol_family("UDP"), Some(Family::Udp));
+        assert_eq!(protocol_family("SCTP"), None);
+    }
+}
+
+#[cfg(test)]
+mod reload_tests {
+    use super::*;
+    use std::os::unix::fs::symlink;
+
+    const ONE: &str = "loadBalancers:\n  - {id: lb-1, provider: ctyun, addressType: internet}\n";
+    const TWO: &str = "loadBalancers:\n  - {id: lb-1, provider: ctyun, addressType: internet}\n  - {id: lb-2, provider: ctyun}\n";
+
+    #[test]
+    fn good_change_is_swapped_in_and_unchanged_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("inventory.yaml");
+        std::fs::write(&path, ONE).unwrap();
+        let store = InventoryStore::load(&path).unwrap();
+        assert_eq!(store.snapshot().len(), 1);
+        assert!(!store.reload().unwrap());
+        std::fs::write(&path, TWO).unwrap();
+        assert!(store.reload().unwrap());
+        assert_eq!(store.snapshot().len(), 2);
+    }
+
+    #[test]
+    fn broken_file_keeps_the_last_good_inventory() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("inventory.yaml");
+        std::fs::write(&path, ONE).unwrap();
+        let store = InventoryStore::load(&path).unwrap();
+        std::fs::write(&path, "loadBalancers: [{id: x}]\n").unwrap();
+        let e = store.reload().unwrap_err().to_string();
+        assert!(e.contains("provider"), "{e}");
+        assert!(store.snapshot().get(Provider::Ctyun, "lb-1").is_some());
+        std::fs::remove_file(&path).unwrap();
+        assert!(store.reload().is_err());
+        assert_eq!(store.snapshot().len(), 1);
+    }
+
+    #[test]
+    fn configmap_symlink_swap_is_seen() {
+        // A ConfigMap volume: inventory.yaml -> ..data/inventory.yaml, ..data -> ..<version>.
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        std::fs::create_dir(d.join("..v1")).unwrap();
+        std::fs::write(d.join("..v1/inventory.yaml"), ONE).unwrap();
+        symlink("..v1", d.join("..data")).unwrap();
+        symlink("..data/inventory.yaml", d.join("inventory.yaml")).unwrap();
+        let store = InventoryStore::load(&d.join("inventory.yaml")).unwrap();
+        std::fs::create_dir(d.join("..v2")).unwrap();
+        std::fs::write(d.join("..v2/inventory.yaml"), TWO).unwrap();
+        symlink("..v2", d.join("..data_tmp")).unwrap();
+        std::fs::rename(d.join("..data_tmp"), d.join("..data")).unwrap();
+        assert!(store.reload().unwrap());
+        assert_eq!(store.snapshot().len(), 2);
+    }
+
+    #[test]
+    fn broken_first_file_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("inventory.yaml");
+        std::fs::write(&path, "loadBalancers: 5\n").unwrap();
+        assert!(InventoryStore::load(&path).is_err());
+    }
+}

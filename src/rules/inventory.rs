@@ -1,0 +1,369 @@
+//! Rules that need facts about the load balancer itself, from the inventory. A Service
+//! whose load balancer is not in the inventory gets one "unknown" report, whose action is
+//! `inventory.unknownLoadBalancer`. Without an inventory configured these rules are silent.
+
+use std::collections::BTreeSet;
+
+use super::{Action, Check, Class, Gate, Rule};
+use crate::engine::{Annot, Ctx, Findings, Svc, annotation_field};
+use crate::inventory::{AddressType, CreatedBy, Family, LbKind, LoadBalancer, protocol_family};
+use crate::providers::{Catalog, Provider};
+
+const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];
+const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
+
+macro_rules! rule {
+    ($id:literal, $providers:expr, $class:ident, $title:literal, $source:literal, $check:ident) => {
+        Rule {
+            id: $id,
+            providers: $providers,
+            class: Class::$class,
+            gate: Gate::Admit,
+            default: Action::Deny,
+            title: $title,
+            source: $source,
+            check: Check::PerProvider($check),
+        }
+    };
+}
+
+pub static RULES: &[Rule] = &[
+    rule!(
+        "address-type-match",
+        CTYUN_ALIBABA,
+        Inventory,
+        "A reused load balancer's address type equals the Service's (annotation, or the provider default: intranet on CTyun, internet on Alibaba)",
+        "000 \"所复用实例的地址类型必须与Service的访问类型严格一致\"; 001",
+        address_type_match
+    ),
+    rule!(
+        "reuse-user-created-only",
+        &Provider::ALL,
+        Inventory,
+        "Only load balancers created by the user may be reused, not ones made by the CCM, for the API server or an ingress",
+        "000, 001, 004 \"仅支持复用用户手工创建的\"; 002",
+        reuse_user_created_only
+    ),
+    rule!(
+        "reuse-same-vpc",
+        PORT_PROVIDERS,
+        Inventory,
+        "A reused private load balancer is in the cluster's VPC (cluster.vpcId); Alibaba allows another VPC for NLB only",
+        "000 \"跨VPC复用暂不支持\"; 001 \"跨VPC复用仅适用于NLB实例\"; 002 \"僅支持與集群在同一個VPC下的ELB實例\"",
+        reuse_same_vpc
+    ),
+    rule!(
+        "listener-port-unique",
+        PORT_PROVIDERS,
+        Inventory,
+        "No two Services, and no Service and an existing listener, use one listener port of a load balancer (TCP family and UDP apart)",
+        "000/001 \"多个Service不能共用同一个负载均衡实例上的同一个监听端口\"; 000 \"不能使用负载均衡监听器已有端口\"",
+        listener_port_unique
+    ),
+    rule!(
+        "listener-quota",
+        CTYUN_ALIBABA,
+        Inventory,
+        "Listeners on one load balancer stay within quotas.listenersPerLoadBalancer (default 50)",
+        "000, 001 \"默认情况下一个实例可以添加50个监听\"",
+        listener_quota
+    ),
+    rule!(
+        "cross-cluster-name-clash",
+        &[Provider::Alibaba],
+        Inventory,
+        "A load balancer shared across clusters is not already used by the same namespace/name from another cluster",
+        "001 \"需要确保两个集群的命名空间和Service组合名称不一致\"",
+        cross_cluster_name_clash
+    ),
+    rule!(
+        "elb-flavor-supports-protocol",
+        &[Provider::Huawei],
+        Inventory,
+        "An existing dedicated ELB used with http/https has both an L4 and an L7 flavor",
+        "002 \"對接已有的獨享型ELB實例，需要獨享型ELB實例同時支持4層和7層的flavor\"",
+        elb_flavor_supports_protocol
+    ),
+];
+
+/// The load balancer a Service reuses, as the inventory knows it. Reports an unknown load
+/// balancer (once per request, deduplicated by the engine) and returns `None` then.
+pub fn reused<'a>(
+    ctx: &Ctx<'a>,
+    cat: &'static Catalog,
+    out: &mut Findings,
+) -> Option<(Annot<'a>, &'a LoadBalancer)> {
+    if !ctx.inventory.configured() {
+        return None;
+    }
+    let id = cat.get(ctx.new?, "id")?;
+    match ctx.inventory.get(cat.provider, id.value) {
+        Some(lb) => Some((id, lb)),
+        None => {
+            out.unknown(
+                annotation_field(id.key),
+                format!("load balancer \"{}\" ({}) is not in the load balancer inventory, so lbguard cannot check it; add it to the inventory file", id.value, id.key),
+            );
+            None
+        }
+    }
+}
+
+/// True when this request binds the Service to its load balancer: a create, a Service that
+/// becomes a LoadBalancer, or a changed id (which lb-id-immutable denies anyway).
+fn takes_lb(ctx: &Ctx, cat: &Catalog) -> bool {
+    match ctx
+        .old
+        .filter(|o| o.is_lb() && ctx.input.operation == crate::engine::Operation::Update)
+    {
+        None => true,
+        Some(old) => {
+            cat.get(old, "id").map(|a| a.value)
+                != ctx.new.and_then(|n| cat.get(n, "id")).map(|a| a.value)
+        }
+    }
+}
+
+fn address_type_match(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let Some(actual) = lb.address_type else {
+        return;
+    };
+    let Some(new) = ctx.new else { return };
+    let (wanted, how) = match cat.get(new, "address-type") {
+        Some(a) => (a.value, format!("{}: \"{}\"", a.key, a.value)),
+        None => (
+            cat.default_address_type.unwrap_or("internet"),
+            format!(
+                "no {} (the {} default is \"{}\")",
+                cat.key("address-type"),
+                cat.provider,
+                cat.default_address_type.unwrap_or("internet")
+            ),
+        ),
+    };
+    if wanted != actual.as_str() {
+        out.push(
+            annotation_field(&cat.key("address-type")),
+            format!("load balancer \"{}\" is {} but the Service asks for {wanted} ({how}); set {}: \"{}\" or reuse a load balancer whose address type is {wanted}", id.value, actual.as_str(), cat.key("address-type"), actual.as_str()),
+        );
+    }
+}
+
+fn reuse_user_created_only(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    if !takes_lb(ctx, cat) {
+        return;
+    }
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let Some(by) = lb.created_by.filter(|b| *b != CreatedBy::User) else {
+        return;
+    };
+    let what = match by {
+        CreatedBy::Ccm => {
+            "created by the cloud controller for another Service (it is deleted with that Service)"
+        }
+        CreatedBy::Apiserver => "managed for the cluster's API server",
+        CreatedBy::Ingress => "managed by an ingress controller",
+        CreatedBy::User => return,
+    };
+    out.push(
+        annotation_field(id.key),
+        format!("load balancer \"{}\" cannot be reused: it was {what} (createdBy: {}); only load balancers created by you in the console can be reused; create one, or remove {} to let the cloud controller create one", id.value, by.as_str(), id.key),
+    );
+}
+
+fn reuse_same_vpc(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let private = lb.address_type == Some(AddressType::Intranet);
+    // CCE's ELBs must share the cluster's VPC whatever their address type.
+    if !private && cat.provider != Provider::Huawei {
+        return;
+    }
+    if cat.provider == Provider::Alibaba && lb.kind == Some(LbKind::Nlb) {
+        return;
+    }
+    let Some(lb_vpc) = &lb.vpc_id else { return };
+    match &ctx.config.cluster.vpc_id {
+        None => out.advise(
+            annotation_field(id.key),
+            format!("cannot tell whether load balancer \"{}\" (VPC {lb_vpc}) is in the cluster's VPC: set cluster.vpcId", id.value),
+        ),
+        Some(vpc) if vpc != lb_vpc => out.push(
+            annotation_field(id.key),
+            format!("load balancer \"{}\" is in VPC {lb_vpc}, not the cluster's VPC {vpc}; a private load balancer can only be reused in its own VPC{}; use one in {vpc}", id.value,
+                if cat.provider == Provider::Alibaba { " (Alibaba allows other VPCs for NLB only)" } else { "" }),
+        ),
+        Some(_) => {}
+    }
+}
+
+/// The listener ports a Service asks for: (port, family, listener protocol). Huawei's and
+/// Alibaba's `protocol-port` name the listener protocol per port; otherwise the spec's.
+pub fn listener_ports<'a>(cat: &Catalog, svc: Svc<'a>) -> Vec<(i32, Family, String)> {
+    let mapped: Vec<(i32, String)> = match cat.provider {
+        Provider::Huawei | Provider::Alibaba => cat
+            .get(svc, "protocol-port")
+            .map(|a| {
+                a.value
+                    .split(',')
+                    .filter_map(|e| {
+                        let (p, port) = e.trim().split_once(':')?;
+                        Some((port.trim().parse().ok()?, p.trim().to_ascii_uppercase()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => vec![],
+    };
+    let mut out: Vec<(i32, Family, String)> = svc
+        .ports()
+        .iter()
+        .filter_map(|p| {
+            let proto = mapped
+                .iter()
+                .find(|(port, _)| *port == p.port)
+                .map(|(_, proto)| proto.clone())
+                .unwrap_or_else(|| p.protocol.clone().unwrap_or_else(|| "TCP".into()));
+            Some((p.port, protocol_family(&proto)?, proto))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    out
+}
+
+/// Huawei Services that do not manage listeners share them on purpose.
+pub fn skips_listeners(cat: &Catalog, svc: Svc) -> bool {
+    cat.provider == Provider::Huawei
+        && cat
+            .get(svc, "skip-managed-listener")
+            .is_some_and(|a| a.value == "true")
+}
+
+fn listener_port_unique(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if skips_listeners(cat, new) {
+        return;
+    }
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let me = new.namespaced_name();
+    let overrides = cat.provider == Provider::Alibaba
+        && cat
+            .get(new, "force-override-listeners")
+            .is_some_and(|a| a.value == "true");
+    for (port, family, _) in listener_ports(cat, new) {
+        let taken = lb.listeners.iter().find(|l| {
+            i32::from(l.port) == port
+                && protocol_family(&l.protocol) == Some(family)
+                && l.owner != me
+        });
+        if let Some(l) = taken {
+            let msg = format!(
+                "port {port}/{} is already a {} listener on load balancer \"{}\" owned by {}; two owners cannot share one listener port; use another port{}",
+                family.as_str(),
+                l.protocol.to_ascii_uppercase(),
+                id.value,
+                l.owner,
+                if cat.provider == Provider::Alibaba {
+                    format!(
+                        ", or set {}: \"true\" to take it over",
+                        cat.key("force-override-listeners")
+                    )
+                } else {
+                    String::new()
+                }
+            );
+            if overrides {
+                out.advise(
+                    "spec.ports",
+                    format!("port {port}/{} overrides the existing {} listener on load balancer \"{}\" owned by {} (force-override-listeners: \"true\")", family.as_str(), l.protocol.to_ascii_uppercase(), id.value, l.owner),
+                );
+            } else {
+                out.push("spec.ports", msg);
+            }
+        }
+    }
+}
+
+fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let me = new.namespaced_name();
+    let mut listeners: BTreeSet<(i32, Family)> = lb
+        .listeners
+        .iter()
+        .filter(|l| l.owner != me)
+        .filter_map(|l| Some((i32::from(l.port), protocol_family(&l.protocol)?)))
+        .collect();
+    listeners.extend(listener_ports(cat, new).into_iter().map(|(p, f, _)| (p, f)));
+    let quota = ctx.config.quotas.listeners_per_load_balancer as usize;
+    if listeners.len() > quota {
+        out.push(
+            "spec.ports",
+            format!("load balancer \"{}\" would have {} listeners, over the quota of {quota} (quotas.listenersPerLoadBalancer); remove ports, use another load balancer, or raise the quota with the provider first", id.value, listeners.len()),
+        );
+    }
+}
+
+fn cross_cluster_name_clash(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let (ns, name) = (&ctx.input.namespace, &ctx.input.name);
+    if let Some(a) = lb
+        .attached_from
+        .iter()
+        .find(|a| a.namespace == *ns && a.name == *name)
+    {
+        out.push(
+            annotation_field(id.key),
+            format!("load balancer \"{}\" is already used by Service {ns}/{name} of cluster {}; Services of different clusters sharing a load balancer need different namespace/name pairs; rename this Service or use another namespace", id.value, a.cluster),
+        );
+    }
+}
+
+fn elb_flavor_supports_protocol(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let layer7 = listener_ports(cat, new)
+        .iter()
+        .any(|(_, _, p)| p == "HTTP" || p == "HTTPS");
+    if !layer7 {
+        return;
+    }
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let dedicated = lb.kind == Some(LbKind::ElbDedicated)
+        || cat
+            .get(new, "class")
+            .is_some_and(|c| c.value == "performance");
+    if !dedicated {
+        return;
+    }
+    let has = |f: &str| lb.flavors.iter().any(|x| x.eq_ignore_ascii_case(f));
+    if lb.flavors.is_empty() {
+        out.advise(
+            annotation_field(id.key),
+            format!("cannot tell whether dedicated ELB \"{}\" has an L7 flavor: the inventory lists no flavors for it", id.value),
+        );
+    } else if !(has("l4") && has("l7")) {
+        out.push(
+            annotation_field(&cat.key("protocol-port")),
+            format!("dedicated ELB \"{}\" has flavors [{}] but http/https listeners need both an L4 and an L7 flavor; add an L7 flavor to the ELB, or use tcp/udp", id.value, lb.flavors.join(", ")),
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "inventory_tests.rs"]
+mod tests;

@@ -1,0 +1,333 @@
+use rstest::rstest;
+
+use crate::engine::{Input, Operation, UserInfo, Versions, mutate};
+use crate::providers::Provider::{self, Alibaba, Ctyun, Huawei, Volcengine};
+use crate::testkit::{
+    Expect, Expect::*, cfg, create, expect_with, inventory, k, lb, run_with, update,
+};
+
+const INV: &str = r#"
+loadBalancers:
+  - {id: lb-user-internet, provider: ctyun, addressType: internet, vpcId: vpc-1, createdBy: user,
+     listeners: [{port: 443, protocol: HTTPS, owner: external}, {port: 53, protocol: UDP, owner: shop/dns}]}
+  - {id: lb-user-intranet, provider: ctyun, addressType: intranet, vpcId: vpc-1, createdBy: user}
+  - {id: lb-other-vpc, provider: ctyun, addressType: intranet, vpcId: vpc-9, createdBy: user}
+  - {id: lb-ccm, provider: ctyun, addressType: intranet, vpcId: vpc-1, createdBy: ccm}
+  - {id: lb-user-internet, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user,
+     listeners: [{port: 443, protocol: HTTPS, owner: external}],
+     attachedFrom: [{cluster: prod-b, namespace: shop, name: web}]}
+  - {id: lb-intranet, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: user}
+  - {id: lb-other-vpc, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-9, createdBy: user}
+  - {id: nlb-other-vpc, provider: alibaba, kind: nlb, addressType: intranet, vpcId: vpc-9, createdBy: user}
+  - {id: lb-apiserver, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: apiserver}
+  - {id: elb-1, provider: huawei, kind: elb-dedicated, vpcId: vpc-1, createdBy: user, flavors: [l4, l7],
+     listeners: [{port: 8443, protocol: TCP, owner: external}]}
+  - {id: elb-l4, provider: huawei, kind: elb-dedicated, vpcId: vpc-1, createdBy: user, flavors: [l4]}
+  - {id: elb-other-vpc, provider: huawei, kind: elb-shared, vpcId: vpc-9, createdBy: user}
+  - {id: elb-ingress, provider: huawei, kind: elb-shared, vpcId: vpc-1, createdBy: ingress}
+  - {id: clb-user, provider: volcengine, createdBy: user}
+  - {id: clb-ccm, provider: volcengine, createdBy: ccm}
+"#;
+
+const CFG: &str = "cluster:\n  vpcId: vpc-1\n  version: v1.31.0\n";
+
+fn check(
+    p: Provider,
+    id: &str,
+    extra: &[(&str, &str)],
+    rule: &str,
+    want: Expect,
+) -> crate::engine::Verdict {
+    let mut s = lb().pa(p, "id", id);
+    for (key, v) in extra {
+        s = s.pa(p, key, v);
+    }
+    if p == Volcengine {
+        s = s.pa(p, "server-group-id", "rsp-1:80").pa(p, "weight", "10");
+    }
+    expect_with(&create(s), &cfg(CFG), &inventory(INV), rule, want)
+}
+
+#[rstest]
+#[case::ctyun_default_intranet_on_internet(Ctyun, "lb-user-internet", None, Deny)]
+#[case::ctyun_internet_on_internet(Ctyun, "lb-user-internet", Some("internet"), Pass)]
+#[case::ctyun_default_on_intranet(Ctyun, "lb-user-intranet", None, Pass)]
+#[case::alibaba_default_internet(Alibaba, "lb-user-internet", None, Pass)]
+#[case::alibaba_intranet_on_internet(Alibaba, "lb-user-internet", Some("intranet"), Deny)]
+#[case::alibaba_default_on_intranet(Alibaba, "lb-intranet", None, Deny)]
+fn address_type_match(
+    #[case] p: Provider,
+    #[case] id: &str,
+    #[case] at: Option<&str>,
+    #[case] want: Expect,
+) {
+    let extra: Vec<(&str, &str)> = at.map(|v| ("address-type", v)).into_iter().collect();
+    check(p, id, &extra, "address-type-match", want);
+}
+
+#[rstest]
+#[case::ctyun_user(Ctyun, "lb-user-intranet", Pass)]
+#[case::ctyun_ccm(Ctyun, "lb-ccm", Deny)]
+#[case::alibaba_user(Alibaba, "lb-intranet", Pass)]
+#[case::alibaba_apiserver(Alibaba, "lb-apiserver", Deny)]
+#[case::huawei_user(Huawei, "elb-1", Pass)]
+#[case::huawei_ingress(Huawei, "elb-ingress", Deny)]
+#[case::volcengine_user(Volcengine, "clb-user", Pass)]
+#[case::volcengine_ccm(Volcengine, "clb-ccm", Deny)]
+fn reuse_user_created_only(#[case] p: Provider, #[case] id: &str, #[case] want: Expect) {
+    check(
+        p,
+        id,
+        &[("address-type", "intranet")],
+        "reuse-user-created-only",
+        want,
+    );
+}
+
+#[test]
+fn reuse_user_created_only_does_not_nag_on_later_updates() {
+    let s = lb()
+        .pa(Ctyun, "id", "lb-ccm")
+        .pa(Ctyun, "address-type", "intranet");
+    let input = update(s.clone(), s.label("x", "y"));
+    expect_with(
+        &input,
+        &cfg(CFG),
+        &inventory(INV),
+        "reuse-user-created-only",
+        Pass,
+    );
+}
+
+#[rstest]
+#[case::ctyun_same(Ctyun, "lb-user-intranet", Pass)]
+#[case::ctyun_other(Ctyun, "lb-other-vpc", Deny)]
+#[case::alibaba_same(Alibaba, "lb-intranet", Pass)]
+#[case::alibaba_other_clb(Alibaba, "lb-other-vpc", Deny)]
+#[case::alibaba_other_nlb(Alibaba, "nlb-other-vpc", Pass)]
+#[case::huawei_same(Huawei, "elb-1", Pass)]
+#[case::huawei_other(Huawei, "elb-other-vpc", Deny)]
+fn reuse_same_vpc(#[case] p: Provider, #[case] id: &str, #[case] want: Expect) {
+    check(
+        p,
+        id,
+        &[("address-type", "intranet")],
+        "reuse-same-vpc",
+        want,
+    );
+}
+
+#[test]
+fn reuse_same_vpc_without_cluster_vpc_cannot_tell() {
+    let s = lb().pa(Ctyun, "id", "lb-other-vpc");
+    let v = expect_with(
+        &create(s),
+        &cfg(""),
+        &inventory(INV),
+        "reuse-same-vpc",
+        Warn,
+    );
+    assert!(v.warnings().join("").contains("set cluster.vpcId"));
+}
+
+#[rstest]
+#[case::ctyun_free(Ctyun, "lb-user-internet", 8080, "TCP", &[], Pass)]
+#[case::ctyun_taken_tcp(Ctyun, "lb-user-internet", 443, "TCP", &[], Deny)]
+#[case::ctyun_udp_next_to_tcp(Ctyun, "lb-user-internet", 443, "UDP", &[], Pass)]
+#[case::ctyun_udp_taken(Ctyun, "lb-user-internet", 53, "UDP", &[], Deny)]
+#[case::alibaba_taken(Alibaba, "lb-user-internet", 443, "TCP", &[], Deny)]
+#[case::alibaba_force_override_warns(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "true")], Warn)]
+#[case::huawei_taken(Huawei, "elb-1", 8443, "TCP", &[], Deny)]
+#[case::huawei_skip_managed_is_exempt(Huawei, "elb-1", 8443, "TCP", &[("skip-managed-listener", "true")], Pass)]
+fn listener_port_unique(
+    #[case] p: Provider,
+    #[case] id: &str,
+    #[case] port: i32,
+    #[case] proto: &str,
+    #[case] extra: &[(&str, &str)],
+    #[case] want: Expect,
+) {
+    let mut s = lb()
+        .only_port(port, proto)
+        .pa(p, "id", id)
+        .pa(p, "address-type", "internet");
+    for (key, v) in extra {
+        s = s.pa(p, key, v);
+    }
+    let v = expect_with(
+        &create(s),
+        &cfg(CFG),
+        &inventory(INV),
+        "listener-port-unique",
+        want,
+    );
+    if want == Deny {
+        assert!(v.denial_message().unwrap().contains("owned by"), "{v:?}");
+    }
+}
+
+#[test]
+fn own_listener_is_no_conflict() {
+    let s = lb()
+        .only_port(53, "UDP")
+        .pa(Ctyun, "id", "lb-user-internet")
+        .pa(Ctyun, "address-type", "internet");
+    let mut svc = s.build();
+    svc.metadata.namespace = Some("shop".into());
+    svc.metadata.name = Some("dns".into());
+    let input = Input::new(Operation::Create, Some(svc), None, UserInfo::default()).unwrap();
+    expect_with(
+        &input,
+        &cfg(CFG),
+        &inventory(INV),
+        "listener-port-unique",
+        Pass,
+    );
+}
+
+#[rstest]
+#[case::ctyun_within(Ctyun, "quotas:\n  listenersPerLoadBalancer: 3\n", Pass)]
+#[case::ctyun_over(Ctyun, "quotas:\n  listenersPerLoadBalancer: 2\n", Deny)]
+#[case::alibaba_within(Alibaba, "quotas:\n  listenersPerLoadBalancer: 2\n", Pass)]
+#[case::alibaba_over(Alibaba, "quotas:\n  listenersPerLoadBalancer: 1\n", Deny)]
+fn listener_quota(#[case] p: Provider, #[case] quota: &str, #[case] want: Expect) {
+    let s = lb()
+        .pa(p, "id", "lb-user-internet")
+        .pa(p, "address-type", "internet");
+    expect_with(
+        &create(s),
+        &cfg(quota),
+        &inventory(INV),
+        "listener-quota",
+        want,
+    );
+}
+
+#[rstest]
+#[case::clash("shop", "web", Deny)]
+#[case::other_namespace("default", "web", Pass)]
+fn cross_cluster_name_clash(#[case] ns: &str, #[case] name: &str, #[case] want: Expect) {
+    let mut svc = lb().pa(Alibaba, "id", "lb-user-internet").build();
+    svc.metadata.namespace = Some(ns.into());
+    svc.metadata.name = Some(name.into());
+    let input = Input::new(Operation::Create, Some(svc), None, UserInfo::default()).unwrap();
+    expect_with(
+        &input,
+        &cfg(CFG),
+        &inventory(INV),
+        "cross-cluster-name-clash",
+        want,
+    );
+}
+
+#[rstest]
+#[case::l4_l7_http("elb-1", "http:80", Pass)]
+#[case::l4_only_http("elb-l4", "http:80", Deny)]
+#[case::l4_only_tcp("elb-l4", "tcp:80", Pass)]
+fn elb_flavor_supports_protocol(#[case] id: &str, #[case] pp: &str, #[case] want: Expect) {
+    check(
+        Huawei,
+        id,
+        &[("class", "performance"), ("protocol-port", pp)],
+        "elb-flavor-supports-protocol",
+        want,
+    );
+}
+
+#[rstest]
+#[case::warn_by_default("", Some(Expect::Warn))]
+#[case::deny_when_configured("inventory:\n  unknownLoadBalancer: deny\n", Some(Expect::Deny))]
+#[case::off("inventory:\n  unknownLoadBalancer: off\n", None)]
+fn unknown_load_balancer_is_reported_once(#[case] config: &str, #[case] want: Option<Expect>) {
+    let s = lb().pa(Alibaba, "id", "lb-nobody-knows");
+    let v = run_with(&create(s), &cfg(config), &inventory(INV));
+    let unknown: Vec<_> = v
+        .violations
+        .iter()
+        .filter(|x| x.message.contains("not in the load balancer inventory"))
+        .collect();
+    match want {
+        None => assert!(unknown.is_empty()),
+        Some(w) => {
+            assert_eq!(unknown.len(), 1, "{unknown:#?}");
+            let action = if w == Expect::Deny {
+                crate::rules::Action::Deny
+            } else {
+                crate::rules::Action::Warn
+            };
+            assert_eq!(unknown[0].action, action);
+            assert!(
+                unknown[0].message.contains(
+                    "rules that could not decide: address-type-match, reuse-user-created-only"
+                ),
+                "{}",
+                unknown[0].message
+            );
+        }
+    }
+}
+
+#[test]
+fn no_inventory_configured_is_silent() {
+    let s = lb().pa(Alibaba, "id", "lb-nobody-knows");
+    let v = crate::testkit::run(&create(s), &cfg(""));
+    assert!(v.violations.is_empty(), "{v:#?}");
+}
+
+#[rstest]
+#[case::ctyun(Ctyun, "lb-user-internet", Some("internet"))]
+#[case::alibaba(Alibaba, "lb-intranet", Some("intranet"))]
+#[case::unknown_lb(Alibaba, "lb-nobody-knows", None)]
+fn mutation_takes_the_address_type_from_the_inventory(
+    #[case] p: Provider,
+    #[case] id: &str,
+    #[case] want: Option<&str>,
+) {
+    let config = cfg(CFG);
+    let inv = inventory(INV);
+    let input = create(lb().pa(p, "id", id));
+    let m = mutate(&input, &config, &Versions::from_config(&config), &inv).unwrap();
+    let got = m
+        .desired
+        .metadata
+        .annotations
+        .as_ref()
+        .unwrap()
+        .get(&k(p, "address-type"))
+        .map(String::as_str);
+    assert_eq!(got, want);
+    // Idempotent, and the mutated Service matches its load balancer.
+    let again = Input::new(
+        Operation::Create,
+        Some(m.desired.clone()),
+        None,
+        UserInfo::default(),
+    )
+    .unwrap();
+    assert!(
+        !mutate(&again, &config, &Versions::from_config(&config), &inv)
+            .unwrap()
+            .changed()
+    );
+    if want.is_some() {
+        expect_with(&again, &config, &inv, "address-type-match", Pass);
+    }
+}
+
+#[test]
+fn mutation_keeps_a_user_address_type() {
+    let config = cfg(CFG);
+    let input = create(lb().pa(Alibaba, "id", "lb-intranet").pa(
+        Alibaba,
+        "address-type",
+        "internet",
+    ));
+    let m = mutate(
+        &input,
+        &config,
+        &Versions::from_config(&config),
+        &inventory(INV),
+    )
+    .unwrap();
+    assert!(!m.changed());
+}
