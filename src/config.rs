@@ -56,6 +56,25 @@ pub struct Config {
     pub deletion_protection: DeletionProtection,
     pub defaults: Defaults,
     pub inventory: InventoryConfig,
+    pub audit: AuditConfig,
+}
+
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct AuditConfig {
+    /// How often every cached LoadBalancer Service is re-checked; 0 turns audit off.
+    pub interval: Seconds,
+    /// Also record a Kubernetes Event on each offending Service.
+    pub events: bool,
+}
+
+impl Default for AuditConfig {
+    fn default() -> Self {
+        Self {
+            interval: Seconds(std::time::Duration::from_secs(300)),
+            events: false,
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -82,6 +101,51 @@ pub struct ClusterConfig {
     pub flavor: Flavor,
     pub proxy_mode: ProxyMode,
     pub vpc_id: Option<String>,
+    /// How long the watch may be broken before cluster rules follow `onStale`.
+    pub stale_after: Option<Seconds>,
+    pub on_stale: OnStale,
+}
+
+/// A duration in config: `90s`, `5m`, `500ms` or plain seconds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(try_from = "serde_yaml_ng::Value", into = "String")]
+pub struct Seconds(pub std::time::Duration);
+
+impl From<Seconds> for std::time::Duration {
+    fn from(s: Seconds) -> Self {
+        s.0
+    }
+}
+
+impl From<Seconds> for String {
+    fn from(s: Seconds) -> Self {
+        format!("{}ms", s.0.as_millis())
+    }
+}
+
+impl TryFrom<serde_yaml_ng::Value> for Seconds {
+    type Error = String;
+    fn try_from(v: serde_yaml_ng::Value) -> Result<Self, Self::Error> {
+        match v {
+            serde_yaml_ng::Value::Number(n) => n
+                .as_u64()
+                .map(|s| Seconds(std::time::Duration::from_secs(s)))
+                .ok_or_else(|| format!("{n} is not a whole number of seconds")),
+            serde_yaml_ng::Value::String(s) => crate::server::parse_duration(&s).map(Seconds),
+            other => Err(format!("{other:?} is not a duration like 90s or 5m")),
+        }
+    }
+}
+
+/// What cluster rules do while the cache is stale.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnStale {
+    /// Skip the cluster rules (with a warning).
+    #[default]
+    Allow,
+    /// Deny what the cluster rules would check.
+    Deny,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]

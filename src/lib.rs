@@ -2,6 +2,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cli;
+pub mod cluster;
 pub mod config;
 pub mod engine;
 pub mod inventory;

@@ -4,8 +4,8 @@ use k8s_openapi::api::core::v1::{Service, ServicePort, ServiceSpec};
 
 use crate::config::Config;
 use crate::engine::{
-    EmptyCluster, EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Versions,
-    evaluate,
+    ClusterView, EmptyCluster, EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict,
+    Versions, evaluate,
 };
 use crate::inventory::Snapshot;
 use crate::providers::{Provider, catalog};
@@ -106,6 +106,27 @@ impl SvcBuilder {
     pub fn build(self) -> Service {
         self.0
     }
+
+    pub fn named(mut self, namespace: &str, name: &str) -> Self {
+        self.0.metadata.namespace = Some(namespace.into());
+        self.0.metadata.name = Some(name.into());
+        self
+    }
+
+    pub fn uid(mut self, uid: &str) -> Self {
+        self.0.metadata.uid = Some(uid.into());
+        self
+    }
+
+    pub fn external_ip(mut self, ip: &str) -> Self {
+        self.0
+            .spec
+            .get_or_insert_with(Default::default)
+            .external_ips
+            .get_or_insert_with(Default::default)
+            .push(ip.into());
+        self
+    }
 }
 
 fn user(name: &str) -> UserInfo {
@@ -140,13 +161,42 @@ pub fn run(input: &Input, config: &Config) -> Verdict {
 }
 
 pub fn run_with(input: &Input, config: &Config, inventory: &dyn Inventory) -> Verdict {
+    run_full(input, config, &EmptyCluster, inventory)
+}
+
+pub fn run_full(
+    input: &Input,
+    config: &Config,
+    cluster: &dyn ClusterView,
+    inventory: &dyn Inventory,
+) -> Verdict {
     evaluate(
         input,
         config,
         &Versions::from_config(config),
-        &EmptyCluster,
+        cluster,
         inventory,
     )
+}
+
+/// `expect` against a cluster view.
+pub fn expect_cluster(
+    input: &Input,
+    config: &Config,
+    cluster: &dyn ClusterView,
+    id: &str,
+    want: Expect,
+) -> Verdict {
+    let v = run_full(input, config, cluster, &EmptyInventory);
+    assert_outcome(&v, id, want);
+    v
+}
+
+/// A cluster view holding these Services (as the watch would feed them).
+pub fn cluster_with(config: &Config, services: &[Service]) -> crate::cluster::ClusterState {
+    let state = crate::cluster::ClusterState::new(config.provider);
+    state.replace_services(services);
+    state
 }
 
 /// An inventory from YAML text.
@@ -176,8 +226,14 @@ pub fn expect_with(
     id: &str,
     want: Expect,
 ) -> Verdict {
-    assert!(crate::rules::find(id).is_some(), "no rule {id}");
     let v = run_with(input, config, inventory);
+    assert_outcome(&v, id, want);
+    v
+}
+
+/// Asserts what rule `id` did in a verdict.
+pub fn assert_outcome(v: &Verdict, id: &str, want: Expect) {
+    assert!(crate::rules::find(id).is_some(), "no rule {id}");
     let mine: Vec<_> = v.violations.iter().filter(|x| x.rule == id).collect();
     let got = if mine.iter().any(|x| x.action == Action::Deny) {
         Expect::Deny
@@ -190,5 +246,4 @@ pub fn expect_with(
     for m in &mine {
         assert!(m.message.starts_with(&format!("[{id}] ")), "{}", m.message);
     }
-    v
 }

@@ -17,13 +17,31 @@ use crate::providers::{Catalog, Provider, catalog};
 use crate::rules::{Action, Check, Gate, Rule, registry};
 use version::Known;
 
-/// Other objects in the cluster, as the watches see them. Empty until a cluster is attached.
-pub trait ClusterView: Send + Sync {}
+/// Other objects in the cluster, as the watches see them.
+pub trait ClusterView: Send + Sync {
+    /// Appends every Service (or reservation) using load balancer `lb` of `provider`.
+    fn lb_users(&self, provider: Provider, lb: &str, out: &mut Vec<crate::cluster::LbUser>);
+    /// The node that has this IP address, if any.
+    fn node_with_ip(&self, ip: &str) -> Option<String>;
+    /// Appends the Ingresses that use ELB `elb`.
+    fn ingresses_on(&self, elb: &str, out: &mut Vec<crate::cluster::IngressUse>);
+    /// How long the cache has been missing changes (watch broken), if at all.
+    fn stale_for(&self) -> Option<std::time::Duration>;
+}
 
 /// A cluster with nothing in it: offline checks and standalone mode.
 #[derive(Debug, Default, Clone, Copy)]
 pub struct EmptyCluster;
-impl ClusterView for EmptyCluster {}
+impl ClusterView for EmptyCluster {
+    fn lb_users(&self, _: Provider, _: &str, _: &mut Vec<crate::cluster::LbUser>) {}
+    fn node_with_ip(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn ingresses_on(&self, _: &str, _: &mut Vec<crate::cluster::IngressUse>) {}
+    fn stale_for(&self) -> Option<std::time::Duration> {
+        None
+    }
+}
 
 /// Facts about load balancers that Kubernetes does not hold.
 pub trait Inventory: Send + Sync {
@@ -122,6 +140,8 @@ pub struct Finding {
     pub advisory: bool,
     /// The load balancer is not in the inventory: `inventory.unknownLoadBalancer` decides.
     pub unknown: bool,
+    /// Denies even under a warn rule.
+    pub escalated: bool,
 }
 
 /// What rules push into. Knows which rule is running so rules cannot mislabel findings.
@@ -147,6 +167,14 @@ impl Findings {
         self.add(field.into(), message.into(), false);
     }
 
+    /// A violation that denies even when the rule's default is warn (unless it is off).
+    pub fn push_deny(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), false);
+        if let Some(last) = self.items.last_mut() {
+            last.escalated = true;
+        }
+    }
+
     /// Something worth a warning even when the rule denies (e.g. weight 0, unknown version).
     pub fn advise(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.add(field.into(), message.into(), true);
@@ -167,6 +195,7 @@ impl Findings {
             message,
             advisory,
             unknown: false,
+            escalated: false,
         });
     }
 
@@ -305,6 +334,20 @@ pub fn evaluate(
             names.join(", ")
         ));
     }
+    let stale = cluster.stale_for().filter(|age| {
+        config
+            .cluster
+            .stale_after
+            .is_some_and(|limit| *age > limit.0)
+    });
+    if let Some(age) = stale
+        && config.cluster.on_stale == crate::config::OnStale::Allow
+    {
+        verdict.notes.push(format!(
+            "lbguard: the cluster cache is {}s behind (watch broken); cluster rules were skipped (cluster.onStale: allow)",
+            age.as_secs()
+        ));
+    }
     let mut findings = Findings::new();
     // One report per unknown load balancer, naming every rule that could not decide.
     let mut unknown: Vec<(Finding, Vec<&'static str>)> = Vec::new();
@@ -314,6 +357,20 @@ pub fn evaluate(
             continue;
         }
         let before = findings.items.len();
+        if let Some(age) = stale
+            && rule.class.needs_cluster()
+        {
+            if config.cluster.on_stale == crate::config::OnStale::Deny && gate_open(rule.gate, &ctx)
+            {
+                verdict.violations.push(Violation {
+                    rule: rule.id,
+                    action: Action::Deny,
+                    field: String::new(),
+                    message: format!("[{}] cannot check: the cluster cache is {}s behind (watch broken) and cluster.onStale is deny; retry when lbguard has caught up", rule.id, age.as_secs()),
+                });
+            }
+            continue;
+        }
         run_rule(rule, &ctx, &providers, &mut findings);
         for f in findings.items.drain(before..) {
             if f.unknown {
@@ -325,7 +382,13 @@ pub fn evaluate(
             }
             verdict.violations.push(Violation {
                 rule: f.rule,
-                action: if f.advisory { Action::Warn } else { action },
+                action: if f.advisory {
+                    Action::Warn
+                } else if f.escalated {
+                    Action::Deny
+                } else {
+                    action
+                },
                 message: format!("[{}] {}", f.rule, f.message),
                 field: f.field,
             });

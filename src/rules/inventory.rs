@@ -2,11 +2,10 @@
 //! whose load balancer is not in the inventory gets one "unknown" report, whose action is
 //! `inventory.unknownLoadBalancer`. Without an inventory configured these rules are silent.
 
-use std::collections::BTreeSet;
-
+use super::listeners::listener_ports;
 use super::{Action, Check, Class, Gate, Rule};
-use crate::engine::{Annot, Ctx, Findings, Svc, annotation_field};
-use crate::inventory::{AddressType, CreatedBy, Family, LbKind, LoadBalancer, protocol_family};
+use crate::engine::{Annot, Ctx, Findings, annotation_field};
+use crate::inventory::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::providers::{Catalog, Provider};
 
 const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];
@@ -51,22 +50,6 @@ pub static RULES: &[Rule] = &[
         "A reused private load balancer is in the cluster's VPC (cluster.vpcId); Alibaba allows another VPC for NLB only",
         "000 \"跨VPC复用暂不支持\"; 001 \"跨VPC复用仅适用于NLB实例\"; 002 \"僅支持與集群在同一個VPC下的ELB實例\"",
         reuse_same_vpc
-    ),
-    rule!(
-        "listener-port-unique",
-        PORT_PROVIDERS,
-        Inventory,
-        "No two Services, and no Service and an existing listener, use one listener port of a load balancer (TCP family and UDP apart)",
-        "000/001 \"多个Service不能共用同一个负载均衡实例上的同一个监听端口\"; 000 \"不能使用负载均衡监听器已有端口\"",
-        listener_port_unique
-    ),
-    rule!(
-        "listener-quota",
-        CTYUN_ALIBABA,
-        Inventory,
-        "Listeners on one load balancer stay within quotas.listenersPerLoadBalancer (default 50)",
-        "000, 001 \"默认情况下一个实例可以添加50个监听\"",
-        listener_quota
     ),
     rule!(
         "cross-cluster-name-clash",
@@ -200,118 +183,6 @@ fn reuse_same_vpc(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
                 if cat.provider == Provider::Alibaba { " (Alibaba allows other VPCs for NLB only)" } else { "" }),
         ),
         Some(_) => {}
-    }
-}
-
-/// The listener ports a Service asks for: (port, family, listener protocol). Huawei's and
-/// Alibaba's `protocol-port` name the listener protocol per port; otherwise the spec's.
-pub fn listener_ports<'a>(cat: &Catalog, svc: Svc<'a>) -> Vec<(i32, Family, String)> {
-    let mapped: Vec<(i32, String)> = match cat.provider {
-        Provider::Huawei | Provider::Alibaba => cat
-            .get(svc, "protocol-port")
-            .map(|a| {
-                a.value
-                    .split(',')
-                    .filter_map(|e| {
-                        let (p, port) = e.trim().split_once(':')?;
-                        Some((port.trim().parse().ok()?, p.trim().to_ascii_uppercase()))
-                    })
-                    .collect()
-            })
-            .unwrap_or_default(),
-        _ => vec![],
-    };
-    let mut out: Vec<(i32, Family, String)> = svc
-        .ports()
-        .iter()
-        .filter_map(|p| {
-            let proto = mapped
-                .iter()
-                .find(|(port, _)| *port == p.port)
-                .map(|(_, proto)| proto.clone())
-                .unwrap_or_else(|| p.protocol.clone().unwrap_or_else(|| "TCP".into()));
-            Some((p.port, protocol_family(&proto)?, proto))
-        })
-        .collect();
-    out.sort();
-    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
-    out
-}
-
-/// Huawei Services that do not manage listeners share them on purpose.
-pub fn skips_listeners(cat: &Catalog, svc: Svc) -> bool {
-    cat.provider == Provider::Huawei
-        && cat
-            .get(svc, "skip-managed-listener")
-            .is_some_and(|a| a.value == "true")
-}
-
-fn listener_port_unique(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
-    let Some(new) = ctx.new else { return };
-    if skips_listeners(cat, new) {
-        return;
-    }
-    let Some((id, lb)) = reused(ctx, cat, out) else {
-        return;
-    };
-    let me = new.namespaced_name();
-    let overrides = cat.provider == Provider::Alibaba
-        && cat
-            .get(new, "force-override-listeners")
-            .is_some_and(|a| a.value == "true");
-    for (port, family, _) in listener_ports(cat, new) {
-        let taken = lb.listeners.iter().find(|l| {
-            i32::from(l.port) == port
-                && protocol_family(&l.protocol) == Some(family)
-                && l.owner != me
-        });
-        if let Some(l) = taken {
-            let msg = format!(
-                "port {port}/{} is already a {} listener on load balancer \"{}\" owned by {}; two owners cannot share one listener port; use another port{}",
-                family.as_str(),
-                l.protocol.to_ascii_uppercase(),
-                id.value,
-                l.owner,
-                if cat.provider == Provider::Alibaba {
-                    format!(
-                        ", or set {}: \"true\" to take it over",
-                        cat.key("force-override-listeners")
-                    )
-                } else {
-                    String::new()
-                }
-            );
-            if overrides {
-                out.advise(
-                    "spec.ports",
-                    format!("port {port}/{} overrides the existing {} listener on load balancer \"{}\" owned by {} (force-override-listeners: \"true\")", family.as_str(), l.protocol.to_ascii_uppercase(), id.value, l.owner),
-                );
-            } else {
-                out.push("spec.ports", msg);
-            }
-        }
-    }
-}
-
-fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
-    let Some(new) = ctx.new else { return };
-    let Some((id, lb)) = reused(ctx, cat, out) else {
-        return;
-    };
-    let me = new.namespaced_name();
-    let mut listeners: BTreeSet<(i32, Family)> = lb
-        .listeners
-        .iter()
-        .filter(|l| l.owner != me)
-        .filter_map(|l| Some((i32::from(l.port), protocol_family(&l.protocol)?)))
-        .collect();
-    listeners.extend(listener_ports(cat, new).into_iter().map(|(p, f, _)| (p, f)));
-    let quota = ctx.config.quotas.listeners_per_load_balancer as usize;
-    if listeners.len() > quota {
-        out.push(
-            "spec.ports",
-            format!("load balancer \"{}\" would have {} listeners, over the quota of {quota} (quotas.listenersPerLoadBalancer); remove ports, use another load balancer, or raise the quota with the provider first", id.value, listeners.len()),
-        );
     }
 }
 

@@ -2,6 +2,7 @@
 
 pub mod common;
 pub mod inventory;
+pub mod listeners;
 
 use std::sync::LazyLock;
 
@@ -38,10 +39,17 @@ pub enum Class {
     Version,
     Cluster,
     Inventory,
+    /// Needs the cluster view and, when configured, the inventory.
+    ClusterInventory,
     Delete,
 }
 
 impl Class {
+    /// Rules that read the cluster view (and so depend on its freshness).
+    pub fn needs_cluster(self) -> bool {
+        matches!(self, Class::Cluster | Class::ClusterInventory)
+    }
+
     pub fn as_str(self) -> &'static str {
         match self {
             Class::Object => "object",
@@ -49,6 +57,7 @@ impl Class {
             Class::Version => "version",
             Class::Cluster => "cluster",
             Class::Inventory => "inventory",
+            Class::ClusterInventory => "cluster + inventory",
             Class::Delete => "delete",
         }
     }
@@ -106,6 +115,7 @@ static REGISTRY: LazyLock<Vec<&'static Rule>> = LazyLock::new(|| {
         .chain(providers::huawei::RULES)
         .chain(providers::volcengine::RULES)
         .chain(inventory::RULES)
+        .chain(listeners::RULES)
         .collect()
 });
 
@@ -173,6 +183,9 @@ mod tests {
                 "version",
                 "object + transition",
                 "DELETE",
+                "inventory",
+                "cluster",
+                "cluster + inventory",
             ]
             .contains(&class);
             if in_scope {

@@ -1,0 +1,384 @@
+//! Listener rules: which ports of a load balancer each Service takes, checked against the
+//! other Services of the cluster (the cluster view, which also holds admitted-but-unwatched
+//! reservations) and against the inventory's existing listeners. TCP, HTTP, HTTPS and TLS
+//! listeners share one port space; UDP has its own.
+
+use std::collections::BTreeSet;
+
+use super::inventory::reused;
+use super::{Action, Check, Class, Gate, Rule};
+use crate::cluster::{IngressUse, LbUser};
+use crate::config::ProxyMode;
+use crate::engine::{Ctx, Findings, Svc, annotation_field};
+use crate::inventory::{Family, protocol_family};
+use crate::providers::{Catalog, Provider};
+
+const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
+const HUAWEI: &[Provider] = &[Provider::Huawei];
+
+macro_rules! rule {
+    ($id:literal, $providers:expr, $class:ident, $default:ident, $title:literal, $source:literal, $check:ident) => {
+        Rule {
+            id: $id,
+            providers: $providers,
+            class: Class::$class,
+            gate: Gate::Admit,
+            default: Action::$default,
+            title: $title,
+            source: $source,
+            check: Check::PerProvider($check),
+        }
+    };
+}
+
+pub static RULES: &[Rule] = &[
+    rule!(
+        "listener-port-unique",
+        PORT_PROVIDERS,
+        ClusterInventory,
+        Deny,
+        "No two Services, and no Service and an existing listener, use one listener port of a load balancer (TCP family and UDP apart)",
+        "000/001 \"多个Service不能共用同一个负载均衡实例上的同一个监听端口\"; 000 \"不能使用负载均衡监听器已有端口\"",
+        listener_port_unique
+    ),
+    rule!(
+        "listener-quota",
+        &[Provider::Ctyun, Provider::Alibaba],
+        ClusterInventory,
+        Deny,
+        "Listeners on one load balancer (all Services' ports and existing listeners) stay within quotas.listenersPerLoadBalancer (default 50)",
+        "000, 001 \"默认情况下一个实例可以添加50个监听\"",
+        listener_quota
+    ),
+    rule!(
+        "shared-listener-mixed-management",
+        HUAWEI,
+        Cluster,
+        Deny,
+        "A managed-listener Service and a skip-managed-listener Service may not share a port of one ELB",
+        "003 \"若一个由CCE托管监听器的Service与一个取消监听器托管的Service共享同一监听器...监听器会被级联删除\"",
+        shared_listener_mixed_management
+    ),
+    rule!(
+        "shared-listener-needs-l7",
+        HUAWEI,
+        Cluster,
+        Warn,
+        "Several skip-managed-listener Services on one ELB port only work with HTTP/HTTPS listeners",
+        "003 \"网络型...一个监听器只能绑定一个后端云服务器组\"",
+        shared_listener_needs_l7
+    ),
+    rule!(
+        "pass-through-consistent",
+        HUAWEI,
+        Cluster,
+        Deny,
+        "In IPVS mode all Services on one ELB have the same elb.pass-through setting",
+        "002",
+        pass_through_consistent
+    ),
+    rule!(
+        "ipvs-node-external-ip",
+        HUAWEI,
+        Cluster,
+        Deny,
+        "In IPVS mode spec.externalIPs may not contain a node's IP",
+        "002 \"不支持配置節點的IP作為Service的externalIP，會導致節點不可用\"",
+        ipvs_node_external_ip
+    ),
+    rule!(
+        "ingress-shares-elb",
+        HUAWEI,
+        Cluster,
+        Warn,
+        "In IPVS mode an Ingress and a Service on one ELB make the Ingress unreachable in-cluster; an HTTP Service and an Ingress on one ELB port are denied",
+        "002 \"請勿將Ingress與使用HTTP的Service對接同一個ELB下的同一個監聽器，否則將產生端口沖突\"",
+        ingress_shares_elb
+    ),
+];
+
+/// The listener ports a Service asks for: (port, family, listener protocol). Huawei's and
+/// Alibaba's `protocol-port` name the listener protocol per port; otherwise the spec's.
+pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, String)> {
+    let mapped: Vec<(i32, String)> = match cat.provider {
+        Provider::Huawei | Provider::Alibaba => cat
+            .get(svc, "protocol-port")
+            .map(|a| {
+                a.value
+                    .split(',')
+                    .filter_map(|e| {
+                        let (p, port) = e.trim().split_once(':')?;
+                        Some((port.trim().parse().ok()?, p.trim().to_ascii_uppercase()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default(),
+        _ => vec![],
+    };
+    let mut out: Vec<(i32, Family, String)> = svc
+        .ports()
+        .iter()
+        .filter_map(|p| {
+            let proto = mapped
+                .iter()
+                .find(|(port, _)| *port == p.port)
+                .map(|(_, proto)| proto.clone())
+                .unwrap_or_else(|| {
+                    p.protocol
+                        .clone()
+                        .unwrap_or_else(|| "TCP".into())
+                        .to_ascii_uppercase()
+                });
+            Some((p.port, protocol_family(&proto)?, proto))
+        })
+        .collect();
+    out.sort();
+    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
+    out
+}
+
+/// Huawei Services that do not manage listeners share them on purpose.
+pub fn skips_listeners(cat: &Catalog, svc: Svc) -> bool {
+    cat.provider == Provider::Huawei
+        && cat
+            .get(svc, "skip-managed-listener")
+            .is_some_and(|a| a.value == "true")
+}
+
+/// The ports two users of one load balancer both take, as "port 443/TCP".
+pub fn port_clashes(a: &LbUser, b: &LbUser) -> Vec<String> {
+    if a.skip_listener && b.skip_listener {
+        return vec![];
+    }
+    a.ports
+        .iter()
+        .filter(|(p, f, _)| b.ports.iter().any(|(q, g, _)| p == q && f == g))
+        .map(|(p, f, _)| format!("port {p}/{}", f.as_str()))
+        .collect()
+}
+
+/// This request's own use of the load balancer, and the other users of it.
+fn me_and_others(ctx: &Ctx, cat: &'static Catalog) -> Option<(String, LbUser, Vec<LbUser>)> {
+    let new = ctx.new?;
+    let (_, id, me) =
+        crate::cluster::lb_uses(crate::config::ProviderChoice::Fixed(cat.provider), new)
+            .into_iter()
+            .next()?;
+    let mut users = Vec::new();
+    ctx.cluster.lb_users(cat.provider, &id, &mut users);
+    // A Service never conflicts with itself (its old version, or its own reservation).
+    let input = ctx.input;
+    users.retain(|u| {
+        !((u.namespace == input.namespace && u.name == input.name)
+            || (!u.uid.is_empty() && u.uid == input.uid))
+    });
+    Some((id, me, users))
+}
+
+fn listener_port_unique(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if skips_listeners(cat, new) {
+        return;
+    }
+    inventory_ports(ctx, cat, new, out);
+    let Some((id, me, others)) = me_and_others(ctx, cat) else {
+        return;
+    };
+    for other in others.iter().filter(|o| !o.skip_listener) {
+        for clash in port_clashes(&me, other) {
+            out.push(
+                "spec.ports",
+                format!("{clash} on load balancer \"{id}\" is already taken by Service {}{}; two Services cannot share one listener port; use another port or another load balancer",
+                    other.key(), if other.reserved_until.is_some() { " (admitted moments ago)" } else { "" }),
+            );
+        }
+    }
+}
+
+/// The inventory part: ports on which the load balancer already has someone else's listener.
+fn inventory_ports(ctx: &Ctx, cat: &'static Catalog, new: Svc, out: &mut Findings) {
+    let Some((id, lb)) = reused(ctx, cat, out) else {
+        return;
+    };
+    let me = new.namespaced_name();
+    let overrides = cat.provider == Provider::Alibaba
+        && cat
+            .get(new, "force-override-listeners")
+            .is_some_and(|a| a.value == "true");
+    for (port, family, _) in listener_ports(cat, new) {
+        let taken = lb.listeners.iter().find(|l| {
+            i32::from(l.port) == port
+                && protocol_family(&l.protocol) == Some(family)
+                && l.owner != me
+        });
+        let Some(l) = taken else { continue };
+        let what = format!(
+            "port {port}/{} is already a {} listener on load balancer \"{}\" owned by {}",
+            family.as_str(),
+            l.protocol.to_ascii_uppercase(),
+            id.value,
+            l.owner
+        );
+        if overrides {
+            out.advise(
+                "spec.ports",
+                format!("{what}; force-override-listeners: \"true\" takes it over"),
+            );
+        } else if cat.provider == Provider::Alibaba {
+            out.push(
+                "spec.ports",
+                format!(
+                    "{what}; use another port, or set {}: \"true\" to take it over",
+                    cat.key("force-override-listeners")
+                ),
+            );
+        } else {
+            out.push("spec.ports", format!("{what}; use another port"));
+        }
+    }
+}
+
+fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some((id, me, others)) = me_and_others(ctx, cat) else {
+        return;
+    };
+    let mine = new.namespaced_name();
+    let mut listeners: BTreeSet<(i32, Family)> =
+        me.ports.iter().map(|(p, f, _)| (*p, *f)).collect();
+    for o in &others {
+        listeners.extend(o.ports.iter().map(|(p, f, _)| (*p, *f)));
+    }
+    if let Some((_, lb)) = reused(ctx, cat, &mut Findings::new()) {
+        listeners.extend(
+            lb.listeners
+                .iter()
+                .filter(|l| l.owner != mine)
+                .filter_map(|l| Some((i32::from(l.port), protocol_family(&l.protocol)?))),
+        );
+    }
+    let quota = ctx.config.quotas.listeners_per_load_balancer as usize;
+    if listeners.len() > quota {
+        out.push(
+            "spec.ports",
+            format!("load balancer \"{id}\" would have {} listeners ({} other Service(s) and existing listeners included), over the quota of {quota} (quotas.listenersPerLoadBalancer); remove ports, use another load balancer, or raise the quota with the provider first", listeners.len(), others.len()),
+        );
+    }
+}
+
+fn shared_listener_mixed_management(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some((id, me, others)) = me_and_others(ctx, cat) else {
+        return;
+    };
+    for o in others
+        .iter()
+        .filter(|o| o.skip_listener != me.skip_listener)
+    {
+        let mut both = me.clone();
+        both.skip_listener = false;
+        for clash in port_clashes(&both, o) {
+            let (managed, unmanaged) = if me.skip_listener {
+                (o.key(), "this Service".to_string())
+            } else {
+                ("this Service".to_string(), o.key())
+            };
+            out.push(
+                "spec.ports",
+                format!("{clash} of ELB \"{id}\" would be shared by {managed} (listener managed by CCE) and {unmanaged} (skip-managed-listener): deleting the managed one deletes the shared listener; use listeners created on the ELB side for skip-managed-listener Services, or another port"),
+            );
+        }
+    }
+}
+
+fn shared_listener_needs_l7(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some((id, me, others)) = me_and_others(ctx, cat) else {
+        return;
+    };
+    if !me.skip_listener {
+        return;
+    }
+    let l7 = |proto: &str| proto == "HTTP" || proto == "HTTPS";
+    for o in others.iter().filter(|o| o.skip_listener) {
+        for (port, family, proto) in &me.ports {
+            let shared = o.ports.iter().find(|(p, f, _)| p == port && f == family);
+            if let Some((_, _, theirs)) = shared
+                && !(l7(proto) && l7(theirs))
+            {
+                out.push(
+                    annotation_field(&cat.key("protocol-port")),
+                    format!("port {port} of ELB \"{id}\" is shared with skip-managed-listener Service {} over {proto}/{theirs}: a TCP/UDP listener binds one backend server group, so only one Service gets traffic; use http/https in {} to share a listener", o.key(), cat.key("protocol-port")),
+                );
+            }
+        }
+    }
+}
+
+fn pass_through_consistent(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    if ctx.config.cluster.proxy_mode != ProxyMode::Ipvs {
+        return;
+    }
+    let Some((id, me, others)) = me_and_others(ctx, cat) else {
+        return;
+    };
+    let on = |v: &Option<String>| v.as_deref() == Some("true");
+    let differ: Vec<String> = others
+        .iter()
+        .filter(|o| on(&o.pass_through) != on(&me.pass_through))
+        .map(|o| o.key())
+        .collect();
+    if !differ.is_empty() {
+        let key = cat.key("pass-through");
+        out.push(
+            annotation_field(&key),
+            format!("in IPVS mode every Service on ELB \"{id}\" needs the same {key}; this Service has {} but {} {}; give them all the same setting",
+                if on(&me.pass_through) { "\"true\"" } else { "it off" },
+                differ.join(", "),
+                if on(&me.pass_through) { "have it off" } else { "have \"true\"" }),
+        );
+    }
+}
+
+fn ipvs_node_external_ip(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
+    if ctx.config.cluster.proxy_mode != ProxyMode::Ipvs {
+        return;
+    }
+    let Some(new) = ctx.new else { return };
+    for ip in new.external_ips() {
+        if let Some(node) = ctx.cluster.node_with_ip(ip) {
+            out.push(
+                "spec.externalIPs",
+                format!("spec.externalIPs contains {ip}, the address of node {node}: in IPVS mode that makes the node unreachable; remove it"),
+            );
+        }
+    }
+}
+
+fn ingress_shares_elb(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some((id, me, _)) = me_and_others(ctx, cat) else {
+        return;
+    };
+    let mut ingresses: Vec<IngressUse> = Vec::new();
+    ctx.cluster.ingresses_on(&id, &mut ingresses);
+    let ipvs = ctx.config.cluster.proxy_mode == ProxyMode::Ipvs;
+    for ing in &ingresses {
+        let clash = me
+            .ports
+            .iter()
+            .find(|(p, _, proto)| (proto == "HTTP" || proto == "HTTPS") && ing.ports.contains(p));
+        if let Some((port, _, proto)) = clash {
+            out.push_deny(
+                "spec.ports",
+                format!("{proto} port {port} of ELB \"{id}\" is also the listener of Ingress {}/{}: an Ingress and an HTTP Service cannot share one ELB listener; use another port or ELB", ing.namespace, ing.name),
+            );
+        } else if ipvs {
+            out.push(
+                annotation_field(&cat.key("id")),
+                format!("ELB \"{id}\" is also used by Ingress {}/{}: in IPVS mode the Ingress becomes unreachable from inside the cluster; use separate ELBs", ing.namespace, ing.name),
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+#[path = "listeners_tests.rs"]
+mod tests;

@@ -1,0 +1,293 @@
+use rstest::rstest;
+
+use crate::cluster::ClusterState;
+use crate::providers::Provider::{self, Alibaba, Ctyun, Huawei};
+use crate::testkit::{
+    Expect, Expect::*, SvcBuilder, cfg, cluster_with, create, expect_cluster, expect_with,
+    inventory, lb, update,
+};
+
+fn other(p: Provider, port: i32, proto: &str) -> SvcBuilder {
+    lb().named("shop", "other")
+        .only_port(port, proto)
+        .pa(p, "id", "lb-1")
+}
+
+#[rstest]
+#[case::ctyun_free(Ctyun, 8080, "TCP", Pass)]
+#[case::ctyun_taken(Ctyun, 80, "TCP", Deny)]
+#[case::ctyun_udp_next_to_tcp(Ctyun, 80, "UDP", Pass)]
+#[case::alibaba_taken(Alibaba, 80, "TCP", Deny)]
+#[case::alibaba_free(Alibaba, 81, "TCP", Pass)]
+#[case::huawei_taken(Huawei, 80, "TCP", Deny)]
+#[case::huawei_free(Huawei, 443, "TCP", Pass)]
+fn listener_port_unique_across_services(
+    #[case] p: Provider,
+    #[case] port: i32,
+    #[case] proto: &str,
+    #[case] want: Expect,
+) {
+    let config = cfg("");
+    let state = cluster_with(&config, &[other(p, 80, "TCP").build()]);
+    let me = lb()
+        .named("web", "me")
+        .only_port(port, proto)
+        .pa(p, "id", "lb-1");
+    let v = expect_cluster(&create(me), &config, &state, "listener-port-unique", want);
+    if want == Deny {
+        assert!(
+            v.denial_message()
+                .unwrap()
+                .contains("already taken by Service shop/other"),
+            "{v:?}"
+        );
+    }
+}
+
+#[test]
+fn https_service_clashes_with_a_tcp_service_on_the_same_port() {
+    let config = cfg("");
+    let state = cluster_with(&config, &[other(Huawei, 443, "TCP").build()]);
+    let me = lb()
+        .named("web", "me")
+        .only_port(443, "TCP")
+        .pa(Huawei, "id", "lb-1")
+        .pa(Huawei, "protocol-port", "https:443")
+        .pa(Huawei, "cert-id", "c");
+    expect_cluster(&create(me), &config, &state, "listener-port-unique", Deny);
+}
+
+#[test]
+fn an_update_never_conflicts_with_its_own_old_version() {
+    let config = cfg("");
+    let mine = lb().named("shop", "web").uid("u-1").pa(Ctyun, "id", "lb-1");
+    let state = cluster_with(&config, &[mine.clone().build()]);
+    let changed = mine.clone().port(443, "TCP");
+    let mut input = update(mine, changed);
+    input.uid = "req-1".into();
+    expect_cluster(&input, &config, &state, "listener-port-unique", Pass);
+}
+
+#[test]
+fn inventory_and_cluster_parts_together() {
+    let config = cfg("");
+    let inv = inventory(
+        "loadBalancers:\n  - {id: lb-1, provider: ctyun, listeners: [{port: 443, protocol: TCP, owner: external}]}\n",
+    );
+    let me = lb()
+        .named("web", "me")
+        .only_port(443, "TCP")
+        .pa(Ctyun, "id", "lb-1");
+    expect_with(&create(me), &config, &inv, "listener-port-unique", Deny);
+}
+
+#[rstest]
+#[case::ctyun_within(Ctyun, "quotas:\n  listenersPerLoadBalancer: 2\n", Pass)]
+#[case::ctyun_over(Ctyun, "quotas:\n  listenersPerLoadBalancer: 1\n", Deny)]
+#[case::alibaba_within(Alibaba, "quotas:\n  listenersPerLoadBalancer: 2\n", Pass)]
+#[case::alibaba_over(Alibaba, "quotas:\n  listenersPerLoadBalancer: 1\n", Deny)]
+fn listener_quota_counts_other_services(
+    #[case] p: Provider,
+    #[case] quota: &str,
+    #[case] want: Expect,
+) {
+    let config = cfg(quota);
+    let state = cluster_with(&config, &[other(p, 80, "TCP").build()]);
+    let me = lb()
+        .named("web", "me")
+        .only_port(443, "TCP")
+        .pa(p, "id", "lb-1");
+    expect_cluster(&create(me), &config, &state, "listener-quota", want);
+}
+
+fn huawei(name: &str, skip: bool, pp: Option<&str>) -> SvcBuilder {
+    let mut s =
+        lb().named("shop", name)
+            .pa(Huawei, "id", "elb-1")
+            .pa(Huawei, "class", "performance");
+    if skip {
+        s = s.pa(Huawei, "skip-managed-listener", "true");
+    }
+    if let Some(pp) = pp {
+        s = s.pa(Huawei, "protocol-port", pp);
+    }
+    s
+}
+
+const V: &str = "cluster:\n  version: v1.33.12\n";
+
+#[rstest]
+#[case::both_managed_other_port(false, false, 81, Pass)]
+#[case::managed_meets_skip(false, true, 80, Deny)]
+#[case::skip_meets_managed(true, false, 80, Deny)]
+#[case::both_skip(true, true, 80, Pass)]
+fn shared_listener_mixed_management(
+    #[case] me_skip: bool,
+    #[case] other_skip: bool,
+    #[case] port: i32,
+    #[case] want: Expect,
+) {
+    let config = cfg(V);
+    let state = cluster_with(&config, &[huawei("other", other_skip, None).build()]);
+    let me = huawei("me", me_skip, None).only_port(port, "TCP");
+    expect_cluster(
+        &create(me),
+        &config,
+        &state,
+        "shared-listener-mixed-management",
+        want,
+    );
+}
+
+#[rstest]
+#[case::http_shared(Some("http:80"), Some("http:80"), Pass)]
+#[case::tcp_shared(None, None, Warn)]
+#[case::mixed(Some("http:80"), None, Warn)]
+fn shared_listener_needs_l7(
+    #[case] mine: Option<&str>,
+    #[case] theirs: Option<&str>,
+    #[case] want: Expect,
+) {
+    let config = cfg(V);
+    let state = cluster_with(&config, &[huawei("other", true, theirs).build()]);
+    expect_cluster(
+        &create(huawei("me", true, mine)),
+        &config,
+        &state,
+        "shared-listener-needs-l7",
+        want,
+    );
+}
+
+#[rstest]
+#[case::ipvs_same("ipvs", "true", "true", Pass)]
+#[case::ipvs_differs("ipvs", "true", "false", Deny)]
+#[case::iptables_differs("iptables", "true", "false", Pass)]
+fn pass_through_consistent(
+    #[case] mode: &str,
+    #[case] mine: &str,
+    #[case] theirs: &str,
+    #[case] want: Expect,
+) {
+    let config = cfg(&format!("{V}  proxyMode: {mode}\n"));
+    let other =
+        huawei("other", false, None)
+            .only_port(81, "TCP")
+            .pa(Huawei, "pass-through", theirs);
+    let state = cluster_with(&config, &[other.build()]);
+    let me = huawei("me", false, None).pa(Huawei, "pass-through", mine);
+    expect_cluster(
+        &create(me),
+        &config,
+        &state,
+        "pass-through-consistent",
+        want,
+    );
+}
+
+fn with_node(config: &crate::config::Config) -> ClusterState {
+    use k8s_openapi::api::core::v1::{Node, NodeAddress, NodeStatus};
+    let state = cluster_with(config, &[]);
+    state.apply_node(&Node {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("node-a".into()),
+            ..Default::default()
+        },
+        status: Some(NodeStatus {
+            addresses: Some(vec![NodeAddress {
+                address: "192.0.2.10".into(),
+                type_: "InternalIP".into(),
+            }]),
+            ..Default::default()
+        }),
+        ..Default::default()
+    });
+    state
+}
+
+#[rstest]
+#[case::ipvs_node_ip("ipvs", "192.0.2.10", Deny)]
+#[case::ipvs_other_ip("ipvs", "192.0.2.99", Pass)]
+#[case::iptables_node_ip("iptables", "192.0.2.10", Pass)]
+fn ipvs_node_external_ip(#[case] mode: &str, #[case] ip: &str, #[case] want: Expect) {
+    let config = cfg(&format!("{V}  proxyMode: {mode}\n"));
+    let state = with_node(&config);
+    let me = huawei("me", false, None).external_ip(ip);
+    let v = expect_cluster(&create(me), &config, &state, "ipvs-node-external-ip", want);
+    if want == Deny {
+        assert!(v.denial_message().unwrap().contains("node node-a"));
+    }
+}
+
+fn with_ingress(config: &crate::config::Config, port: &str) -> ClusterState {
+    use k8s_openapi::api::networking::v1::Ingress;
+    let state = cluster_with(config, &[]);
+    state.apply_ingress(&Ingress {
+        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+            name: Some("web".into()),
+            namespace: Some("shop".into()),
+            annotations: Some(
+                [
+                    ("kubernetes.io/elb.id".to_string(), "elb-1".to_string()),
+                    ("kubernetes.io/elb.port".to_string(), port.to_string()),
+                ]
+                .into(),
+            ),
+            ..Default::default()
+        },
+        ..Default::default()
+    });
+    state
+}
+
+#[rstest]
+#[case::iptables_other_port("iptables", "8080", None, Pass)]
+#[case::ipvs_shared_elb("ipvs", "8080", None, Warn)]
+#[case::http_same_port("iptables", "80", Some("http:80"), Deny)]
+#[case::tcp_same_port("iptables", "80", None, Pass)]
+fn ingress_shares_elb(
+    #[case] mode: &str,
+    #[case] port: &str,
+    #[case] pp: Option<&str>,
+    #[case] want: Expect,
+) {
+    let config = cfg(&format!("{V}  proxyMode: {mode}\n"));
+    let state = with_ingress(&config, port);
+    let v = expect_cluster(
+        &create(huawei("me", false, pp)),
+        &config,
+        &state,
+        "ingress-shares-elb",
+        want,
+    );
+    if want != Pass {
+        assert!(
+            v.violations
+                .iter()
+                .any(|x| x.message.contains("Ingress shop/web"))
+        );
+    }
+}
+
+#[rstest]
+#[case::allow("cluster:\n  staleAfter: 0s\n  onStale: allow\n", Pass)]
+#[case::deny("cluster:\n  staleAfter: 0s\n  onStale: deny\n", Deny)]
+fn stale_cache_follows_on_stale(#[case] config: &str, #[case] want: Expect) {
+    let config = cfg(config);
+    let state = cluster_with(&config, &[other(Ctyun, 80, "TCP").build()]);
+    state.mark_broken();
+    std::thread::sleep(std::time::Duration::from_millis(2));
+    let me = lb()
+        .named("web", "me")
+        .only_port(80, "TCP")
+        .pa(Ctyun, "id", "lb-1");
+    let v = expect_cluster(&create(me), &config, &state, "listener-port-unique", want);
+    match want {
+        Pass => assert!(
+            v.notes
+                .iter()
+                .any(|n| n.contains("cluster rules were skipped"))
+        ),
+        _ => assert!(v.denial_message().unwrap().contains("cannot check")),
+    }
+}
