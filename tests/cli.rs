@@ -53,6 +53,16 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
                 .map(|v| v["rule"].as_str().unwrap())
                 .collect();
             assert!(denied_by.contains(&rule), "{file}: {denied_by:?}");
+        } else if let Some(rule) = base
+            .strip_prefix("deny-")
+            .and_then(|b| b.strip_suffix(".yaml"))
+        {
+            // Needs --inventory or --cluster-state to be denied; if denied, only by its rule.
+            for v in r["violations"].as_array().unwrap() {
+                if v["action"] == "deny" {
+                    assert_eq!(v["rule"], rule, "{file}: {r}");
+                }
+            }
         } else {
             assert_eq!(r["allowed"], true, "{file}: {r}");
         }
@@ -62,10 +72,8 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
         doc["summary"]["checked"].as_u64().unwrap() as usize,
         results.len()
     );
-    assert_eq!(
-        doc["summary"]["skipped"], 2,
-        "the config and the inventory are not Kubernetes objects"
-    );
+    // The config and the inventory are not Kubernetes objects; the state has a Node and an Ingress.
+    assert_eq!(doc["summary"]["skipped"], 4);
 }
 
 #[test]
@@ -355,4 +363,87 @@ fn broken_inventory_exits_two_naming_the_entry() {
         err.contains("inv.yaml") && err.contains("loadBalancers[0].addressType"),
         "{err}"
     );
+}
+
+#[test]
+fn cluster_state_and_files_are_checked_against_each_other() {
+    let out = lbguard(
+        &[
+            "check",
+            "--output",
+            "json",
+            "--cluster-state",
+            "examples/cluster/state.yaml",
+            "examples/cluster/1-web.yaml",
+            "examples/cluster/deny-listener-port-unique.yaml",
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["results"][0]["allowed"], true);
+    let denied = &doc["results"][1];
+    assert_eq!(denied["name"], "api");
+    let messages: Vec<&str> = denied["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["message"].as_str().unwrap())
+        .collect();
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("port 443/TCP") && m.contains("shop/checkout")),
+        "{messages:?}"
+    );
+    assert!(
+        messages
+            .iter()
+            .any(|m| m.contains("port 8443/TCP") && m.contains("shop/web")),
+        "{messages:?}"
+    );
+    // Without the state, only the file-to-file conflict remains.
+    let out = lbguard(
+        &[
+            "check",
+            "--output",
+            "json",
+            "examples/cluster/1-web.yaml",
+            "examples/cluster/deny-listener-port-unique.yaml",
+        ],
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("port 8443/TCP") && !text.contains("port 443/TCP"),
+        "{text}"
+    );
+}
+
+#[test]
+fn cluster_state_nodes_and_ingresses_feed_the_huawei_rules() {
+    let svc = "apiVersion: v1\nkind: Service\nmetadata:\n  name: x\n  namespace: shop\n  annotations:\n    kubernetes.io/elb.id: 35cb350b-23e6-4551-ac77-10d5298f5204\n    kubernetes.io/elb.protocol-port: http:80\nspec:\n  type: LoadBalancer\n  externalIPs: [192.0.2.10]\n  ports: [{port: 80}]\n";
+    let dir = tempfile::tempdir().unwrap();
+    let cfg = dir.path().join("c.yaml");
+    std::fs::write(&cfg, "cluster:\n  version: v1.31.0\n  proxyMode: ipvs\n").unwrap();
+    let out = lbguard(
+        &[
+            "check",
+            "--output",
+            "json",
+            "--config",
+            cfg.to_str().unwrap(),
+            "--cluster-state",
+            "examples/cluster/state.yaml",
+            "-",
+        ],
+        Some(svc),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("\"rule\": \"ipvs-node-external-ip\""),
+        "{text}"
+    );
+    assert!(text.contains("\"rule\": \"ingress-shares-elb\""), "{text}");
+    assert!(text.contains("Ingress shop/storefront"), "{text}");
 }

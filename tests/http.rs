@@ -518,3 +518,92 @@ async fn the_server_uses_and_reloads_the_inventory() {
         true
     );
 }
+
+fn create_on_lb(name: &str, uid: &str, dry_run: bool) -> Value {
+    let mut review = fixture("review-create.json");
+    review["request"]["uid"] = json!(uid);
+    review["request"]["name"] = json!(name);
+    review["request"]["dryRun"] = json!(dry_run);
+    review["request"]["object"]["metadata"]["name"] = json!(name);
+    set_annotations(
+        &mut review,
+        "object",
+        &[(
+            "service.beta.kubernetes.io/ctyun-loadbalancer-id",
+            "lb-shared",
+        )],
+    );
+    review
+}
+
+#[tokio::test]
+async fn admitted_ports_are_held_until_the_watch_catches_up() {
+    let s = TestServer::start("").await;
+    // A dry run holds nothing.
+    let r = s
+        .client()
+        .post("/validate", &create_on_lb("first", "u-0", true))
+        .await
+        .review();
+    assert_eq!(r["allowed"], true);
+    let r = s
+        .client()
+        .post("/validate", &create_on_lb("first", "u-1", false))
+        .await
+        .review();
+    assert_eq!(r["allowed"], true, "{r}");
+    // Re-sending the same Service is not a conflict with itself.
+    let r = s
+        .client()
+        .post("/validate", &create_on_lb("first", "u-2", false))
+        .await
+        .review();
+    assert_eq!(r["allowed"], true, "{r}");
+    let r = s
+        .client()
+        .post("/validate", &create_on_lb("second", "u-3", false))
+        .await
+        .review();
+    assert_eq!(r["allowed"], false, "{r}");
+    let msg = r["status"]["message"].as_str().unwrap();
+    assert!(
+        msg.starts_with("[listener-port-unique] port 80/TCP on load balancer \"lb-shared\""),
+        "{msg}"
+    );
+    assert!(msg.contains("webhook-e2e/first"), "{msg}");
+}
+
+#[tokio::test]
+async fn concurrent_admissions_for_one_port_admit_exactly_one() {
+    let s = TestServer::start("").await;
+    let mut tasks = Vec::new();
+    for i in 0..8 {
+        let client = s.client();
+        let review = create_on_lb(&format!("svc-{i}"), &format!("u-{i}"), false);
+        tasks.push(tokio::spawn(async move {
+            client.post("/validate", &review).await.review()["allowed"] == true
+        }));
+    }
+    let mut admitted = 0;
+    for t in tasks {
+        admitted += usize::from(t.await.unwrap());
+    }
+    assert_eq!(admitted, 1);
+}
+
+#[tokio::test]
+async fn report_is_served_on_the_metrics_port() {
+    let s = TestServer::start("").await;
+    s.running.app.audit_once();
+    let addr = s.running.metrics_addr.unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /report HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.unwrap();
+    let body = text.split("\r\n\r\n").nth(1).unwrap();
+    let v: Value = serde_json::from_str(body).unwrap();
+    assert_eq!(v["summary"]["checked"], 0);
+    assert!(v["generatedAt"].as_u64().unwrap() > 0);
+}

@@ -32,6 +32,8 @@ async fn dev_server_answers_and_stops_cleanly_on_sigterm() {
             "--log-format",
             "json",
         ])
+        .env("KUBECONFIG", dir.path().join("no-such-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST")
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()

@@ -166,6 +166,7 @@ async fn a_bad_first_certificate_stops_the_start() {
         reload_interval: Duration::from_secs(1),
         shutdown_grace: Duration::from_secs(1),
         request_timeout: Duration::from_secs(1),
+        client: None,
     };
     let err = lbguard::server::start(opts, std::future::pending())
         .await

@@ -7,14 +7,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
-use k8s_openapi::api::core::v1::Service;
+use k8s_openapi::api::core::v1::{Node, Service};
+use k8s_openapi::api::networking::v1::Ingress;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::cluster::ClusterState;
 use crate::config::{Config, ProviderChoice};
 use crate::engine::{
-    EmptyCluster, EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Versions,
-    evaluate, mutate,
+    EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Versions, evaluate, mutate,
 };
 use crate::inventory::Snapshot;
 use crate::rules::Action;
@@ -44,6 +45,10 @@ pub struct CheckArgs {
     /// Load balancer inventory (YAML; overrides the config's inventory.path).
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
+    /// Existing objects (Services, Nodes, Ingresses; `kubectl get svc,nodes,ingresses -A -o
+    /// yaml`) for the cluster rules.
+    #[arg(long = "cluster-state", value_name = "FILE")]
+    pub cluster_state: Vec<PathBuf>,
     /// Skip the mutating defaults.
     #[arg(long)]
     pub no_defaults: bool,
@@ -63,6 +68,8 @@ pub struct Found {
 #[derive(Debug, Default)]
 pub struct Loaded {
     pub services: Vec<Found>,
+    /// Objects of other kinds, with where they came from.
+    pub others: Vec<(String, Value)>,
     pub skipped: usize,
     pub errors: Vec<String>,
 }
@@ -176,7 +183,11 @@ fn collect(value: Value, origin: &str, loaded: &mut Loaded, depth: usize) {
             }),
             Err(e) => loaded.errors.push(format!("{origin}: {e}")),
         },
-        _ => loaded.skipped += 1,
+        Some(_) => {
+            loaded.others.push((origin.to_string(), value));
+            loaded.skipped += 1;
+        }
+        None => loaded.skipped += 1,
     }
 }
 
@@ -216,6 +227,28 @@ pub fn load(paths: &[PathBuf]) -> Loaded {
     loaded
 }
 
+/// Feeds live objects into the cluster view, as the watches would; returns the errors.
+pub fn feed_cluster(cluster: &ClusterState, loaded: Loaded) -> Vec<String> {
+    let mut errors = loaded.errors;
+    for f in &loaded.services {
+        cluster.apply_service(&f.service);
+    }
+    for (origin, value) in loaded.others {
+        match value.get("kind").and_then(Value::as_str) {
+            Some("Node") => match serde_path_to_error::deserialize::<_, Node>(value) {
+                Ok(n) => cluster.apply_node(&n),
+                Err(e) => errors.push(format!("{origin}: {}: {}", e.path(), e.inner())),
+            },
+            Some("Ingress") => match serde_path_to_error::deserialize::<_, Ingress>(value) {
+                Ok(i) => cluster.apply_ingress(&i),
+                Err(e) => errors.push(format!("{origin}: {}: {}", e.path(), e.inner())),
+            },
+            _ => {}
+        }
+    }
+    errors
+}
+
 fn key_of(s: &Service) -> (String, String) {
     (
         s.metadata
@@ -241,6 +274,7 @@ pub fn check_one(
     old: Option<Service>,
     config: &Config,
     versions: &Versions,
+    cluster: &ClusterState,
     inventory: &dyn Inventory,
     defaults: bool,
 ) -> Result<Checked, String> {
@@ -265,7 +299,13 @@ pub fn check_one(
         applied = m.applied;
         input.object = Some(m.desired);
     }
-    let verdict = evaluate(&input, config, versions, &EmptyCluster, inventory);
+    let verdict = evaluate(&input, config, versions, cluster, inventory);
+    // Later files see this one, as a cluster would after admitting it.
+    if verdict.allowed()
+        && let Some(s) = &input.object
+    {
+        cluster.apply_service(s);
+    }
     Ok(Checked {
         origin: String::new(),
         input,
@@ -341,6 +381,8 @@ pub fn run(args: CheckArgs) -> ExitCode {
         .into_iter()
         .map(|f| (key_of(&f.service), f.service))
         .collect();
+    let cluster = ClusterState::new(config.provider);
+    errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     let loaded = load(&args.files);
     errors.extend(loaded.errors);
 
@@ -352,6 +394,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             live,
             &config,
             &versions,
+            &cluster,
             inventory,
             !args.no_defaults,
         ) {

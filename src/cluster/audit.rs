@@ -1,1 +1,158 @@
-//! Audit.
+//! Audit: every cached LoadBalancer Service checked as if it were created now, so
+//! problems that slipped in before lbguard (or through exemptions) become visible.
+
+use std::collections::BTreeMap;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use k8s_openapi::api::core::v1::Service;
+use serde::Serialize;
+
+use super::ClusterState;
+use crate::config::Config;
+use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate};
+use crate::rules::Action;
+
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub action: Action,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Serialize)]
+pub struct ServiceReport {
+    pub namespace: String,
+    pub name: String,
+    pub violations: Vec<Finding>,
+}
+
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Summary {
+    pub checked: usize,
+    pub denied: usize,
+    pub warned: usize,
+}
+
+/// The result of one audit round (`GET /report`).
+#[derive(Debug, Clone, Default, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Report {
+    /// Seconds since the Unix epoch; 0 before the first round.
+    pub generated_at: u64,
+    pub services: Vec<ServiceReport>,
+    pub summary: Summary,
+}
+
+impl Report {
+    /// Violation counts by (rule, action, namespace), for the audit metric.
+    pub fn counts(&self) -> BTreeMap<(&'static str, Action, String), u64> {
+        let mut out = BTreeMap::new();
+        for s in &self.services {
+            for v in &s.violations {
+                *out.entry((v.rule, v.action, s.namespace.clone()))
+                    .or_default() += 1;
+            }
+        }
+        out
+    }
+}
+
+/// Checks every cached Service; only Services with findings are listed.
+pub fn audit(
+    state: &ClusterState,
+    config: &Config,
+    versions: &Versions,
+    inventory: &dyn Inventory,
+) -> (Report, Vec<Service>) {
+    let services = state.services();
+    let mut report = Report {
+        generated_at: SystemTime::now()
+            .duration_since(UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs()),
+        ..Default::default()
+    };
+    let mut offending = Vec::new();
+    report.summary.checked = services.len();
+    let user = UserInfo {
+        username: "lbguard-audit".into(),
+        groups: vec![],
+    };
+    for svc in services {
+        let Ok(input) = Input::new(Operation::Create, Some(svc), None, user.clone()) else {
+            continue;
+        };
+        let verdict = evaluate(&input, config, versions, state, inventory);
+        if verdict.violations.is_empty() {
+            continue;
+        }
+        if verdict.allowed() {
+            report.summary.warned += 1;
+        } else {
+            report.summary.denied += 1;
+        }
+        report.services.push(ServiceReport {
+            namespace: input.namespace.clone(),
+            name: input.name.clone(),
+            violations: verdict
+                .violations
+                .iter()
+                .map(|v| Finding {
+                    rule: v.rule,
+                    action: v.action,
+                    message: v.message.clone(),
+                })
+                .collect(),
+        });
+        if let Some(s) = input.object {
+            offending.push(s);
+        }
+    }
+    report
+        .services
+        .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    (report, offending)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::engine::EmptyInventory;
+    use crate::providers::Provider::Ctyun;
+    use crate::testkit::{cfg, cluster_with, lb};
+
+    #[test]
+    fn audit_reports_conflicts_between_existing_services() {
+        let config = cfg("");
+        let state = cluster_with(
+            &config,
+            &[
+                lb().named("shop", "a").pa(Ctyun, "id", "lb-1").build(),
+                lb().named("shop", "b").pa(Ctyun, "id", "lb-1").build(),
+                lb().named("shop", "c").pa(Ctyun, "id", "lb-2").build(),
+                lb().named("web", "bad")
+                    .pa(Ctyun, "address-type", "public")
+                    .build(),
+            ],
+        );
+        let (report, offending) = audit(
+            &state,
+            &config,
+            &Versions::from_config(&config),
+            &EmptyInventory,
+        );
+        assert_eq!(report.summary.checked, 4);
+        assert_eq!(report.summary.denied, 3);
+        let names: Vec<&str> = report.services.iter().map(|s| s.name.as_str()).collect();
+        assert_eq!(names, ["a", "b", "bad"]);
+        assert_eq!(offending.len(), 3);
+        let counts = report.counts();
+        assert_eq!(
+            counts[&("listener-port-unique", Action::Deny, "shop".to_string())],
+            2
+        );
+        assert_eq!(
+            counts[&("address-type-value", Action::Deny, "web".to_string())],
+            1
+        );
+    }
+}

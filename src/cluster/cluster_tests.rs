@@ -55,7 +55,7 @@ fn projection_keeps_only_what_rules_read() {
         .etp("Local")
         .build();
     s.metadata.managed_fields = Some(vec![Default::default()]);
-    let p = SvcProj::from_service(&s);
+    let p = SvcProj::from_service(&s, "shop".into(), "a".into());
     assert_eq!(p.annotations.len(), 1);
     let back = p.to_service();
     assert_eq!(

@@ -5,8 +5,8 @@
 pub mod audit;
 pub mod watch;
 
-use std::collections::HashMap;
-use std::sync::{Mutex, RwLock};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
@@ -22,11 +22,10 @@ use crate::rules::listeners::{listener_ports, skips_listeners};
 /// One Service's (or reservation's) use of a load balancer.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LbUser {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
     /// Listener ports: (port, family, listener protocol, upper case).
-    pub ports: Vec<(i32, Family, String)>,
+    pub ports: Vec<(i32, Family, &'static str)>,
     /// Huawei `skip-managed-listener: "true"`.
     pub skip_listener: bool,
     /// Huawei `elb.pass-through` value.
@@ -60,6 +59,8 @@ pub fn lb_uses(choice: ProviderChoice, svc: Svc) -> Vec<(Provider, String, LbUse
         ProviderChoice::Auto => &Provider::ALL,
     };
     let meta = &svc.0.metadata;
+    let namespace: Arc<str> = meta.namespace.as_deref().unwrap_or("default").into();
+    let name: Arc<str> = meta.name.as_deref().unwrap_or_default().into();
     providers
         .iter()
         .filter_map(|p| {
@@ -69,9 +70,8 @@ pub fn lb_uses(choice: ProviderChoice, svc: Svc) -> Vec<(Provider, String, LbUse
                 *p,
                 id.value.to_string(),
                 LbUser {
-                    namespace: meta.namespace.clone().unwrap_or_else(|| "default".into()),
-                    name: meta.name.clone().unwrap_or_default(),
-                    uid: meta.uid.clone().unwrap_or_default(),
+                    namespace: Arc::clone(&namespace),
+                    name: Arc::clone(&name),
                     ports: listener_ports(cat, svc),
                     skip_listener: skips_listeners(cat, svc),
                     pass_through: (*p == Provider::Huawei)
@@ -84,55 +84,62 @@ pub fn lb_uses(choice: ProviderChoice, svc: Svc) -> Vec<(Provider, String, LbUse
         .collect()
 }
 
-/// A cached LoadBalancer Service: only what the rules read.
+/// A cached LoadBalancer Service: only what the rules read. Names are shared with the
+/// map key and the load balancer index.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SvcProj {
-    pub namespace: String,
-    pub name: String,
-    pub uid: String,
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
     /// Provider annotations only (keys any catalog claims).
-    pub annotations: Vec<(String, String)>,
-    pub ports: Vec<(Option<String>, i32, String)>,
-    pub traffic_policy: Option<String>,
-    pub external_ips: Vec<String>,
-    lbs: Vec<(Provider, String)>,
+    pub annotations: Vec<(Box<str>, Box<str>)>,
+    /// (port, protocol).
+    pub ports: Vec<(i32, &'static str)>,
+    pub traffic_policy: Option<Box<str>>,
+    pub external_ips: Vec<Box<str>>,
+    lbs: Vec<(Provider, Box<str>)>,
+}
+
+/// The protocols a Service port can have, as static strings.
+fn static_protocol(p: &str) -> &'static str {
+    match p {
+        "UDP" => "UDP",
+        "SCTP" => "SCTP",
+        _ => "TCP",
+    }
 }
 
 impl SvcProj {
     /// Drops everything the rules never read (managedFields, status, other annotations).
-    pub fn from_service(s: &Service) -> Self {
+    pub fn from_service(s: &Service, namespace: Arc<str>, name: Arc<str>) -> Self {
         let claimed = |k: &str| Provider::ALL.iter().any(|p| catalog(*p).claims_key(k));
         let spec = s.spec.as_ref();
         Self {
-            namespace: s
-                .metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            name: s.metadata.name.clone().unwrap_or_default(),
-            uid: s.metadata.uid.clone().unwrap_or_default(),
+            namespace,
+            name,
             annotations: s
                 .metadata
                 .annotations
                 .iter()
                 .flatten()
                 .filter(|(k, _)| claimed(k))
-                .map(|(k, v)| (k.clone(), v.clone()))
+                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
                 .collect(),
             ports: Svc(s)
                 .ports()
                 .iter()
                 .map(|p| {
                     (
-                        p.name.clone(),
                         p.port,
-                        p.protocol.clone().unwrap_or_else(|| "TCP".into()),
+                        static_protocol(p.protocol.as_deref().unwrap_or("TCP")),
                     )
                 })
                 .collect(),
-            traffic_policy: spec.and_then(|s| s.external_traffic_policy.clone()),
+            traffic_policy: spec
+                .and_then(|s| s.external_traffic_policy.as_deref())
+                .map(Into::into),
             external_ips: spec
-                .and_then(|s| s.external_ips.clone())
+                .and_then(|s| s.external_ips.as_ref())
+                .map(|ips| ips.iter().map(|i| i.as_str().into()).collect())
                 .unwrap_or_default(),
             lbs: Vec::new(),
         }
@@ -142,11 +149,14 @@ impl SvcProj {
     pub fn to_service(&self) -> Service {
         Service {
             metadata: ObjectMeta {
-                namespace: Some(self.namespace.clone()),
-                name: Some(self.name.clone()),
-                uid: (!self.uid.is_empty()).then(|| self.uid.clone()),
-                annotations: (!self.annotations.is_empty())
-                    .then(|| self.annotations.iter().cloned().collect()),
+                namespace: Some(self.namespace.to_string()),
+                name: Some(self.name.to_string()),
+                annotations: (!self.annotations.is_empty()).then(|| {
+                    self.annotations
+                        .iter()
+                        .map(|(k, v)| (k.to_string(), v.to_string()))
+                        .collect()
+                }),
                 ..Default::default()
             },
             spec: Some(ServiceSpec {
@@ -154,16 +164,16 @@ impl SvcProj {
                 ports: Some(
                     self.ports
                         .iter()
-                        .map(|(name, port, protocol)| ServicePort {
-                            name: name.clone(),
+                        .map(|(port, protocol)| ServicePort {
                             port: *port,
-                            protocol: Some(protocol.clone()),
+                            protocol: Some(protocol.to_string()),
                             ..Default::default()
                         })
                         .collect(),
                 ),
-                external_traffic_policy: self.traffic_policy.clone(),
-                external_ips: (!self.external_ips.is_empty()).then(|| self.external_ips.clone()),
+                external_traffic_policy: self.traffic_policy.as_deref().map(String::from),
+                external_ips: (!self.external_ips.is_empty())
+                    .then(|| self.external_ips.iter().map(|i| i.to_string()).collect()),
                 ..Default::default()
             }),
             status: None,
@@ -171,14 +181,21 @@ impl SvcProj {
     }
 }
 
-type Key = (String, String);
+type Key = (Arc<str>, Arc<str>);
+
+fn key_of(namespace: Option<&str>, name: Option<&str>) -> Key {
+    (
+        namespace.unwrap_or("default").into(),
+        name.unwrap_or_default().into(),
+    )
+}
 
 #[derive(Debug, Default)]
 struct Inner {
     services: HashMap<Key, SvcProj>,
-    lbs: HashMap<(Provider, String), Vec<LbUser>>,
+    lbs: HashMap<(Provider, Box<str>), Vec<LbUser>>,
     /// Reserved Services and the load balancers they hold.
-    reservations: HashMap<Key, Vec<(Provider, String)>>,
+    reservations: HashMap<Key, Vec<(Provider, Box<str>)>>,
     nodes: HashMap<String, Vec<String>>,
     node_ips: HashMap<String, String>,
     ingresses: HashMap<Key, (String, IngressUse)>,
@@ -186,7 +203,7 @@ struct Inner {
 }
 
 impl Inner {
-    fn unindex(&mut self, key: &Key, lbs: &[(Provider, String)]) {
+    fn unindex(&mut self, key: &Key, lbs: &[(Provider, Box<str>)]) {
         for lb in lbs {
             if let Some(users) = self.lbs.get_mut(lb) {
                 users.retain(|u| (&u.namespace, &u.name) != (&key.0, &key.1));
@@ -256,36 +273,36 @@ impl ClusterState {
 
     /// A Service was added or changed (watch `Apply`/`InitApply`).
     pub fn apply_service(&self, s: &Service) {
-        let key = (
-            s.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            s.metadata.name.clone().unwrap_or_default(),
-        );
+        let key = key_of(s.metadata.namespace.as_deref(), s.metadata.name.as_deref());
+        let uses = if Svc(s).is_lb() {
+            lb_uses(self.choice, Svc(s))
+        } else {
+            Vec::new()
+        };
         let mut inner = self.write();
         inner.drop_reservation(&key);
         inner.remove_service(&key);
         if !Svc(s).is_lb() {
             return;
         }
-        let mut proj = SvcProj::from_service(s);
-        let uses = lb_uses(self.choice, Svc(s));
-        proj.lbs = uses.iter().map(|(p, id, _)| (*p, id.clone())).collect();
+        // One allocation per name, shared by the key, the projection and the index.
+        let (namespace, name) = uses
+            .first()
+            .map(|(_, _, u)| (Arc::clone(&u.namespace), Arc::clone(&u.name)))
+            .unwrap_or(key);
+        let mut proj = SvcProj::from_service(s, Arc::clone(&namespace), Arc::clone(&name));
+        proj.lbs = uses
+            .iter()
+            .map(|(p, id, _)| (*p, id.as_str().into()))
+            .collect();
         for (p, id, user) in uses {
-            inner.lbs.entry((p, id)).or_default().push(user);
+            inner.lbs.entry((p, id.into())).or_default().push(user);
         }
-        inner.services.insert(key, proj);
+        inner.services.insert((namespace, name), proj);
     }
 
     pub fn delete_service(&self, s: &Service) {
-        let key = (
-            s.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            s.metadata.name.clone().unwrap_or_default(),
-        );
+        let key = key_of(s.metadata.namespace.as_deref(), s.metadata.name.as_deref());
         let mut inner = self.write();
         inner.drop_reservation(&key);
         inner.remove_service(&key);
@@ -351,13 +368,7 @@ impl ClusterState {
     }
 
     pub fn apply_ingress(&self, i: &Ingress) {
-        let key = (
-            i.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            i.metadata.name.clone().unwrap_or_default(),
-        );
+        let key = key_of(i.metadata.namespace.as_deref(), i.metadata.name.as_deref());
         self.delete_ingress(i);
         let anns = i.metadata.annotations.as_ref();
         let Some(elb) = anns.and_then(|a| a.get("kubernetes.io/elb.id")).cloned() else {
@@ -368,8 +379,8 @@ impl ClusterState {
             .and_then(|p| p.trim().parse().ok())
             .unwrap_or(80);
         let used = IngressUse {
-            namespace: key.0.clone(),
-            name: key.1.clone(),
+            namespace: key.0.to_string(),
+            name: key.1.to_string(),
             ports: vec![port],
         };
         let mut inner = self.write();
@@ -382,13 +393,7 @@ impl ClusterState {
     }
 
     pub fn delete_ingress(&self, i: &Ingress) {
-        let key = (
-            i.metadata
-                .namespace
-                .clone()
-                .unwrap_or_else(|| "default".into()),
-            i.metadata.name.clone().unwrap_or_default(),
-        );
+        let key = key_of(i.metadata.namespace.as_deref(), i.metadata.name.as_deref());
         let mut inner = self.write();
         if let Some((elb, _)) = inner.ingresses.remove(&key)
             && let Some(keys) = inner.ingress_by_elb.get_mut(&elb)
@@ -411,6 +416,57 @@ impl ClusterState {
         }
     }
 
+    /// After a relist: drops the Services it did not mention.
+    pub fn retain_services(&self, keep: &HashSet<Key>) {
+        let mut inner = self.write();
+        let gone: Vec<Key> = inner
+            .services
+            .keys()
+            .filter(|k| !keep.contains(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            inner.remove_service(&k);
+        }
+    }
+
+    pub fn retain_nodes(&self, keep: &HashSet<Key>) {
+        let mut inner = self.write();
+        let gone: Vec<String> = inner
+            .nodes
+            .keys()
+            .filter(|n| !keep.iter().any(|(_, name)| **name == ***n))
+            .cloned()
+            .collect();
+        for n in gone {
+            if let Some(ips) = inner.nodes.remove(&n) {
+                for ip in ips {
+                    inner.node_ips.remove(&ip);
+                }
+            }
+        }
+    }
+
+    pub fn retain_ingresses(&self, keep: &HashSet<Key>) {
+        let mut inner = self.write();
+        let gone: Vec<Key> = inner
+            .ingresses
+            .keys()
+            .filter(|k| !keep.contains(*k))
+            .cloned()
+            .collect();
+        for k in gone {
+            if let Some((elb, _)) = inner.ingresses.remove(&k)
+                && let Some(keys) = inner.ingress_by_elb.get_mut(&elb)
+            {
+                keys.retain(|x| *x != k);
+                if keys.is_empty() {
+                    inner.ingress_by_elb.remove(&elb);
+                }
+            }
+        }
+    }
+
     /// Holds an admitted Service's ports until the watch shows it, unless another Service
     /// (or reservation) took one of them meanwhile: then returns the conflicts and holds
     /// nothing. Check and hold happen under one lock, so of two concurrent admissions that
@@ -424,7 +480,7 @@ impl ClusterState {
         let mut inner = self.write();
         let mut conflicts = Vec::new();
         for (p, id, me) in &uses {
-            let Some(users) = inner.lbs.get(&(*p, id.clone())) else {
+            let Some(users) = inner.lbs.get(&(*p, id.as_str().into())) else {
                 continue;
             };
             for other in users.iter().filter(|u| u.is_live(now)) {
@@ -448,16 +504,20 @@ impl ClusterState {
             .values()
             .flatten()
             .filter(|u| !u.is_live(now))
-            .map(|u| (u.namespace.clone(), u.name.clone()))
+            .map(|u| (Arc::clone(&u.namespace), Arc::clone(&u.name)))
             .collect();
         for k in expired {
             inner.drop_reservation(&k);
         }
-        let key = (uses[0].2.namespace.clone(), uses[0].2.name.clone());
+        let key = (
+            Arc::clone(&uses[0].2.namespace),
+            Arc::clone(&uses[0].2.name),
+        );
         inner.drop_reservation(&key);
         let mut held = Vec::new();
         for (p, id, mut user) in uses {
             user.reserved_until = Some(now + ttl);
+            let id: Box<str> = id.into();
             held.push((p, id.clone()));
             inner.lbs.entry((p, id)).or_default().push(user);
         }
@@ -518,7 +578,7 @@ impl ClusterState {
 impl ClusterView for ClusterState {
     fn lb_users(&self, provider: Provider, lb: &str, out: &mut Vec<LbUser>) {
         let now = Instant::now();
-        if let Some(users) = self.read().lbs.get(&(provider, lb.to_string())) {
+        if let Some(users) = self.read().lbs.get(&(provider, Box::from(lb))) {
             out.extend(users.iter().filter(|u| u.is_live(now)).cloned());
         }
     }

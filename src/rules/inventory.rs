@@ -207,7 +207,7 @@ fn elb_flavor_supports_protocol(ctx: &Ctx, cat: &'static Catalog, out: &mut Find
     let Some(new) = ctx.new else { return };
     let layer7 = listener_ports(cat, new)
         .iter()
-        .any(|(_, _, p)| p == "HTTP" || p == "HTTPS");
+        .any(|(_, _, p)| *p == "HTTP" || *p == "HTTPS");
     if !layer7 {
         return;
     }

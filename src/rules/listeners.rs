@@ -99,7 +99,7 @@ pub static RULES: &[Rule] = &[
 
 /// The listener ports a Service asks for: (port, family, listener protocol). Huawei's and
 /// Alibaba's `protocol-port` name the listener protocol per port; otherwise the spec's.
-pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, String)> {
+pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, &'static str)> {
     let mapped: Vec<(i32, String)> = match cat.provider {
         Provider::Huawei | Provider::Alibaba => cat
             .get(svc, "protocol-port")
@@ -115,7 +115,7 @@ pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, String)> {
             .unwrap_or_default(),
         _ => vec![],
     };
-    let mut out: Vec<(i32, Family, String)> = svc
+    let mut out: Vec<(i32, Family, &'static str)> = svc
         .ports()
         .iter()
         .filter_map(|p| {
@@ -129,12 +129,19 @@ pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, String)> {
                         .unwrap_or_else(|| "TCP".into())
                         .to_ascii_uppercase()
                 });
-            Some((p.port, protocol_family(&proto)?, proto))
+            Some((p.port, protocol_family(&proto)?, listener_protocol(&proto)?))
         })
         .collect();
     out.sort();
     out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
     out
+}
+
+/// A listener protocol as a static string (no allocation per cached Service).
+fn listener_protocol(p: &str) -> Option<&'static str> {
+    ["TCP", "UDP", "HTTP", "HTTPS", "TLS"]
+        .into_iter()
+        .find(|x| *x == p)
 }
 
 /// Huawei Services that do not manage listeners share them on purpose.
@@ -168,10 +175,7 @@ fn me_and_others(ctx: &Ctx, cat: &'static Catalog) -> Option<(String, LbUser, Ve
     ctx.cluster.lb_users(cat.provider, &id, &mut users);
     // A Service never conflicts with itself (its old version, or its own reservation).
     let input = ctx.input;
-    users.retain(|u| {
-        !((u.namespace == input.namespace && u.name == input.name)
-            || (!u.uid.is_empty() && u.uid == input.uid))
-    });
+    users.retain(|u| !(*u.namespace == *input.namespace && *u.name == *input.name));
     Some((id, me, users))
 }
 
@@ -364,7 +368,7 @@ fn ingress_shares_elb(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         let clash = me
             .ports
             .iter()
-            .find(|(p, _, proto)| (proto == "HTTP" || proto == "HTTPS") && ing.ports.contains(p));
+            .find(|(p, _, proto)| (*proto == "HTTP" || *proto == "HTTPS") && ing.ports.contains(p));
         if let Some((port, _, proto)) = clash {
             out.push_deny(
                 "spec.ports",

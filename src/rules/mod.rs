@@ -12,7 +12,7 @@ use crate::engine::{Ctx, Findings};
 use crate::providers::{self, Catalog, Provider};
 
 /// What a rule's findings do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
     Deny,

@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::{AppState, BODY_LIMIT};
 use crate::engine::{
-    EmptyCluster, EmptyInventory, Input, Inventory, Operation, UserInfo, evaluate, mutate,
+    EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Violation, evaluate, mutate,
 };
 use crate::rules::Action;
 
@@ -172,6 +172,42 @@ fn refuse(uid: Option<&str>, message: String) -> Result<Answer, Reject> {
     }
 }
 
+/// After an allowed CREATE/UPDATE (not a dry run), the Service's listener ports are held
+/// in the cluster view until the watch shows it. If a concurrent admission took one of
+/// them first, this one becomes a listener-port-unique finding.
+fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) {
+    let admitting = matches!(input.operation, Operation::Create | Operation::Update);
+    if !admitting || input.dry_run || !verdict.allowed() || verdict.exempt.is_some() {
+        return;
+    }
+    let Some(svc) = input
+        .object
+        .as_ref()
+        .filter(|s| crate::engine::Svc(s).is_lb())
+    else {
+        return;
+    };
+    let Err(conflicts) = app
+        .cluster
+        .reserve(crate::engine::Svc(svc), crate::cluster::RESERVATION_TTL)
+    else {
+        return;
+    };
+    let action = app.config.action_for("listener-port-unique", Action::Deny);
+    if action == Action::Off {
+        return;
+    }
+    app.metrics.reservation_conflicts.inc();
+    for c in conflicts {
+        verdict.violations.push(Violation {
+            rule: "listener-port-unique",
+            action,
+            field: "spec.ports".into(),
+            message: format!("[listener-port-unique] {c} (admitted concurrently, not yet visible in the cluster); use another port or another load balancer"),
+        });
+    }
+}
+
 fn op(o: &KOp) -> Operation {
     match o {
         KOp::Create => Operation::Create,
@@ -267,7 +303,8 @@ fn answer(app: &AppState, endpoint: Endpoint, value: Value) -> Result<Answer, Re
     let mut rules = Vec::new();
     match endpoint {
         Endpoint::Validate => {
-            let verdict = evaluate(&input, config, &app.versions, &EmptyCluster, inventory);
+            let mut verdict = evaluate(&input, config, &app.versions, &*app.cluster, inventory);
+            hold_ports(app, &input, &mut verdict);
             for v in &verdict.violations {
                 app.metrics
                     .violations

@@ -21,6 +21,18 @@ pub struct ViolationLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct AuditLabels {
+    pub rule: &'static str,
+    pub action: &'static str,
+    pub namespace: String,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    pub kind: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct EndpointLabels {
     pub endpoint: &'static str,
 }
@@ -39,6 +51,11 @@ pub struct Metrics {
     pub inventory_reloads: Counter,
     pub inventory_reload_errors: Counter,
     pub inventory_load_balancers: Gauge,
+    pub watch_errors: Family<KindLabels, Counter>,
+    pub cache_age_seconds: Gauge,
+    pub cached_services: Gauge,
+    pub audit_violations: Family<AuditLabels, Gauge>,
+    pub reservation_conflicts: Counter,
     registry: Registry,
 }
 
@@ -101,7 +118,42 @@ impl Metrics {
             "Load balancers in the current inventory",
             inventory_load_balancers.clone(),
         );
+        let watch_errors = Family::<KindLabels, Counter>::default();
+        let cache_age_seconds = Gauge::default();
+        let cached_services = Gauge::default();
+        let audit_violations = Family::<AuditLabels, Gauge>::default();
+        let reservation_conflicts = Counter::default();
+        registry.register(
+            "watch_errors",
+            "Watch failures by kind (the cache is kept)",
+            watch_errors.clone(),
+        );
+        registry.register(
+            "cluster_cache_age_seconds",
+            "How long the cluster cache has been missing changes (0 while the watches are healthy)",
+            cache_age_seconds.clone(),
+        );
+        registry.register(
+            "cluster_services",
+            "LoadBalancer Services in the cluster cache",
+            cached_services.clone(),
+        );
+        registry.register(
+            "audit_violations",
+            "Violations found by the last audit, by rule, action and namespace",
+            audit_violations.clone(),
+        );
+        registry.register(
+            "reservation_conflicts",
+            "Admissions denied because a concurrent admission took the same listener port",
+            reservation_conflicts.clone(),
+        );
         Self {
+            watch_errors,
+            cache_age_seconds,
+            cached_services,
+            audit_violations,
+            reservation_conflicts,
             inventory_reloads,
             inventory_reload_errors,
             inventory_load_balancers,

@@ -2,6 +2,7 @@
 
 pub mod admission;
 pub mod devcert;
+pub mod events;
 pub mod metrics;
 pub mod tls;
 
@@ -23,8 +24,12 @@ use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio_rustls::TlsAcceptor;
 
+use crate::cluster::ClusterState;
+use crate::cluster::audit::{Report, audit};
+use crate::cluster::watch::{Kinds, Retry};
 use crate::config::Config;
 use crate::engine::Versions;
+use crate::engine::{ClusterView, EmptyInventory, Inventory};
 use crate::inventory::InventoryStore;
 use metrics::Metrics;
 use tls::ReloadingResolver;
@@ -42,6 +47,10 @@ pub struct App {
     pub metrics: Arc<Metrics>,
     /// The load balancer inventory, when configured.
     pub inventory: Option<Arc<InventoryStore>>,
+    /// The cluster view (empty when standalone).
+    pub cluster: Arc<ClusterState>,
+    /// The last audit round.
+    pub report: arc_swap::ArcSwap<Report>,
     /// Longest time to receive a request body.
     pub request_timeout: Duration,
     /// Config and TLS loaded, not shutting down.
@@ -54,6 +63,8 @@ impl App {
     pub fn new(config: Config, metrics: Arc<Metrics>) -> AppState {
         Arc::new(App {
             versions: Versions::from_config(&config),
+            cluster: Arc::new(ClusterState::new(config.provider)),
+            report: arc_swap::ArcSwap::from_pointee(Report::default()),
             config,
             metrics,
             inventory: None,
@@ -68,7 +79,7 @@ async fn healthz() -> &'static str {
 }
 
 async fn readyz(State(app): State<AppState>) -> impl IntoResponse {
-    if app.ready.load(Ordering::Acquire) {
+    if app.ready.load(Ordering::Acquire) && app.cluster.synced() {
         (StatusCode::OK, "ready")
     } else {
         (StatusCode::SERVICE_UNAVAILABLE, "not ready")
@@ -87,22 +98,92 @@ pub fn router(app: AppState) -> Router {
         .with_state(app)
 }
 
-fn metrics_router(metrics: Arc<Metrics>) -> Router {
-    Router::new().route(
-        "/metrics",
-        get(move || {
-            let m = Arc::clone(&metrics);
-            async move {
-                (
-                    [(
-                        "content-type",
-                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
-                    )],
-                    m.render(),
-                )
-            }
-        }),
+async fn metrics_text(State(app): State<AppState>) -> impl IntoResponse {
+    let age = app.cluster.stale_for().map_or(0, |a| a.as_secs());
+    app.metrics.cache_age_seconds.set(age as i64);
+    app.metrics
+        .cached_services
+        .set(app.cluster.service_count() as i64);
+    (
+        [(
+            "content-type",
+            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+        )],
+        app.metrics.render(),
     )
+}
+
+async fn report(State(app): State<AppState>) -> impl IntoResponse {
+    axum::Json((**app.report.load()).clone())
+}
+
+/// The plain-HTTP metrics port: `/metrics` and the audit `/report`.
+pub fn metrics_router(app: AppState) -> Router {
+    Router::new()
+        .route("/metrics", get(metrics_text))
+        .route("/report", get(report))
+        .with_state(app)
+}
+
+impl App {
+    /// The inventory snapshot for one request (or none).
+    pub fn inventory_snapshot(&self) -> Option<Arc<crate::inventory::Snapshot>> {
+        self.inventory.as_ref().map(|s| s.snapshot())
+    }
+
+    /// Runs one audit round and publishes it (report and metric); returns the offenders.
+    pub fn audit_once(&self) -> Vec<k8s_openapi::api::core::v1::Service> {
+        let snapshot = self.inventory_snapshot();
+        let inventory: &dyn Inventory = match &snapshot {
+            Some(s) => s.as_ref(),
+            None => &EmptyInventory,
+        };
+        let (report, offending) = audit(&self.cluster, &self.config, &self.versions, inventory);
+        self.metrics.audit_violations.clear();
+        for ((rule, action, namespace), n) in report.counts() {
+            self.metrics
+                .audit_violations
+                .get_or_create(&metrics::AuditLabels {
+                    rule,
+                    action: action.as_str(),
+                    namespace,
+                })
+                .set(n as i64);
+        }
+        tracing::info!(
+            checked = report.summary.checked,
+            denied = report.summary.denied,
+            warned = report.summary.warned,
+            "audit finished"
+        );
+        self.report.store(Arc::new(report));
+        offending
+    }
+}
+
+/// Runs the audit every `audit.interval`, and records Events when `audit.events` is on.
+fn spawn_audit(app: AppState, client: Option<kube::Client>) {
+    let every = app.config.audit.interval.0;
+    if every.is_zero() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if !app.cluster.synced() {
+                continue;
+            }
+            let me = Arc::clone(&app);
+            let Ok(offending) = tokio::task::spawn_blocking(move || me.audit_once()).await else {
+                continue;
+            };
+            if let (true, Some(client)) = (app.config.audit.events, &client) {
+                events::publish(client, &app, &offending).await;
+            }
+        }
+    });
 }
 
 /// Accepts TLS connections until `shutdown` resolves, then lets in-flight requests finish
@@ -139,6 +220,7 @@ pub async fn serve_tls(
                         continue;
                     }
                 };
+                let _ = tcp.set_nodelay(true);
                 let acceptor = acceptor.clone();
                 let service = TowerToHyperService::new(app.clone());
                 let builder = builder.clone();
@@ -181,7 +263,8 @@ pub struct ServeArgs {
     /// PEM private key; reloaded when it changes.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Development mode: use or generate a CA and a localhost certificate in --dev-dir.
+    /// Development mode: use or generate a CA and a localhost certificate in --dev-dir;
+    /// without a reachable cluster, run standalone.
     #[arg(long)]
     pub dev: bool,
     #[arg(long, default_value = "certs/dev")]
@@ -234,6 +317,8 @@ pub struct ServerOptions {
     pub reload_interval: Duration,
     pub shutdown_grace: Duration,
     pub request_timeout: Duration,
+    /// A Kubernetes client: watches, `/version`, Events. `None` runs standalone.
+    pub client: Option<kube::Client>,
 }
 
 /// A running server: its addresses and the task that ends when it has shut down.
@@ -244,7 +329,8 @@ pub struct Running {
     pub done: tokio::task::JoinHandle<()>,
 }
 
-/// Loads TLS (failing on a bad first certificate), binds, and serves until `shutdown`.
+/// Loads TLS and the inventory (failing on bad first files), connects the cluster view,
+/// binds, and serves until `shutdown`.
 pub async fn start(
     opts: ServerOptions,
     shutdown: impl Future<Output = ()> + Send + 'static,
@@ -277,10 +363,40 @@ pub async fn start(
             Some(store)
         }
     };
-    let mut app = App::new(opts.config, Arc::clone(&metrics));
+    let mut config = opts.config;
+    if let (Some(client), None) = (&opts.client, &config.cluster.version) {
+        match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
+            Ok(Ok(info)) => {
+                tracing::info!(version = %info.git_version, "cluster version from the API server");
+                config.cluster.version = Some(info.git_version);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot read the cluster version; version rules will warn")
+            }
+            Err(_) => {
+                tracing::warn!("the API server's /version did not answer; version rules will warn")
+            }
+        }
+    }
+    let mut app = App::new(config, Arc::clone(&metrics));
     if let Some(a) = Arc::get_mut(&mut app) {
         a.request_timeout = opts.request_timeout;
         a.inventory = inventory;
+    }
+    if let Some(client) = &opts.client {
+        let m = Arc::clone(&metrics);
+        crate::cluster::watch::spawn(
+            client.clone(),
+            Arc::clone(&app.cluster),
+            Kinds::for_config(&app.config),
+            Retry::new(Duration::from_millis(500), Duration::from_secs(30)),
+            Arc::new(move |kind| {
+                m.watch_errors
+                    .get_or_create(&metrics::KindLabels { kind })
+                    .inc();
+            }),
+        );
+        spawn_audit(Arc::clone(&app), Some(client.clone()));
     }
     let listener = TcpListener::bind(opts.addr)
         .await
@@ -294,8 +410,9 @@ pub async fn start(
                 .with_context(|| format!("binding metrics {a}"))?;
             let bound = l.local_addr()?;
             let mut rx = stop_rx.clone();
+            let router = metrics_router(Arc::clone(&app));
             tokio::spawn(async move {
-                let _ = axum::serve(l, metrics_router(metrics))
+                let _ = axum::serve(l, router)
                     .with_graceful_shutdown(async move {
                         let _ = rx.wait_for(|s| *s).await;
                     })
@@ -362,6 +479,41 @@ fn init_logging(format: LogFormat) {
     };
 }
 
+/// The Kubernetes client for `serve`: none with `--standalone`; with `--dev`, none (and a
+/// log line) when no cluster is configured; otherwise an error.
+async fn connect(args: &ServeArgs) -> anyhow::Result<Option<kube::Client>> {
+    if args.standalone {
+        tracing::info!(
+            standalone = true,
+            "running standalone (--standalone): cluster rules see an empty cluster"
+        );
+        return Ok(None);
+    }
+    match kube::Client::try_default().await {
+        Ok(c) if args.dev => {
+            // A laptop may have a kubeconfig for a cluster that is not reachable now.
+            match tokio::time::timeout(Duration::from_secs(3), c.apiserver_version()).await {
+                Ok(Ok(_)) => Ok(Some(c)),
+                _ => {
+                    tracing::info!(
+                        standalone = true,
+                        "running standalone: the cluster in the kubeconfig does not answer, cluster rules see an empty cluster"
+                    );
+                    Ok(None)
+                }
+            }
+        }
+        Ok(c) => Ok(Some(c)),
+        Err(e) if args.dev => {
+            tracing::info!(standalone = true, reason = %e, "running standalone: no cluster configured, cluster rules see an empty cluster");
+            Ok(None)
+        }
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot connect to the cluster ({e}); run in a cluster, set KUBECONFIG, or pass --standalone"
+        )),
+    }
+}
+
 /// `lbguard serve`.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     use anyhow::Context;
@@ -383,13 +535,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             "give --tls-cert and --tls-key, or --dev for a generated localhost certificate"
         ),
     };
-    // The cluster view arrives with the cluster-state rules; until then every server is
-    // standalone.
-    tracing::info!(
-        standalone = true,
-        "running standalone: no cluster connection, cluster rules see an empty cluster; cluster version from config: {}",
-        config.cluster.version.as_deref().unwrap_or("unknown")
-    );
+    let client = connect(&args).await?;
     let running = start(
         ServerOptions {
             config,
@@ -400,6 +546,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             reload_interval: args.reload_interval,
             shutdown_grace: args.shutdown_grace,
             request_timeout: REQUEST_TIMEOUT,
+            client,
         },
         sigterm(),
     )

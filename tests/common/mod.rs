@@ -55,6 +55,7 @@ pub struct Start {
     pub reload: Duration,
     pub request_timeout: Duration,
     pub grace: Duration,
+    pub client: Option<kube::Client>,
 }
 
 impl Default for Start {
@@ -64,6 +65,7 @@ impl Default for Start {
             reload: Duration::from_secs(3600),
             request_timeout: Duration::from_secs(10),
             grace: Duration::from_secs(5),
+            client: None,
         }
     }
 }
@@ -103,6 +105,7 @@ impl TestServer {
                 reload_interval: s.reload,
                 shutdown_grace: s.grace,
                 request_timeout: s.request_timeout,
+                client: s.client,
             },
             async move {
                 let _ = rx.await;
