@@ -202,3 +202,40 @@ async fn tls12_clients_work_and_plaintext_does_not() {
         "plaintext must not be served"
     );
 }
+
+#[tokio::test]
+async fn certs_script_output_serves_the_service_name() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("bash")
+        .args([
+            concat!(env!("CARGO_MANIFEST_DIR"), "/certs/gen.sh"),
+            "lbguard.lbguard-system.svc",
+        ])
+        .arg(dir.path())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(String::from_utf8_lossy(&out.stdout).contains("caBundle: LS0t"));
+    let ca = std::fs::read_to_string(dir.path().join("ca.crt")).unwrap();
+    let cert = dir.path().join("tls.crt");
+    let key = dir.path().join("tls.key");
+    let s = TestServer::start_files(
+        Start::default(),
+        tempfile::tempdir().unwrap(),
+        ca,
+        cert,
+        key,
+    )
+    .await;
+    // The client checks the chain and the name (localhost is in the SANs).
+    let r = s
+        .client()
+        .post("/validate", &fixture("review-create.json"))
+        .await
+        .review();
+    assert_eq!(r["allowed"], true);
+}

@@ -1,0 +1,23 @@
+# syntax=docker/dockerfile:1
+# Build: docker build -t lbguard/lbguard:0.1.0 .
+FROM rust:1.95-bookworm AS build
+WORKDIR /src
+# Dependencies first, so source edits reuse the cached dependency layer.
+COPY Cargo.toml Cargo.lock ./
+RUN mkdir -p src/bin && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
+    && echo 'fn main() {}' > src/bin/lbguard-bench.rs \
+    && cargo build --release --locked --bin lbguard \
+    && rm -rf src
+COPY src ./src
+RUN touch src/main.rs src/lib.rs && cargo build --release --locked --bin lbguard
+
+FROM debian:bookworm-slim
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends ca-certificates \
+    && rm -rf /var/lib/apt/lists/*
+COPY --from=build /src/target/release/lbguard /usr/local/bin/lbguard
+# The chart runs it as 65532 with a read-only root filesystem; it writes nothing.
+USER 65532:65532
+EXPOSE 8443 9090
+ENTRYPOINT ["/usr/local/bin/lbguard"]
+CMD ["serve", "--tls-cert=/etc/lbguard/tls/tls.crt", "--tls-key=/etc/lbguard/tls/tls.key"]

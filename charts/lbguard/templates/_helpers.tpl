@@ -1,0 +1,42 @@
+{{- define "lbguard.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "lbguard.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "lbguard.labels" -}}
+{{ include "lbguard.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{/* The Secret the server reads its certificate from, in every mode. */}}
+{{- define "lbguard.tlsSecret" -}}
+{{- if eq .Values.certificates.mode "secret" -}}
+{{- required "certificates.secret.name is required with certificates.mode=secret" .Values.certificates.secret.name -}}
+{{- else -}}
+{{- printf "%s-tls" (include "lbguard.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* lbguard's config file: the values' config plus provider and the inventory path. */}}
+{{- define "lbguard.config" -}}
+{{- $config := deepCopy .Values.config -}}
+{{- $_ := set $config "provider" .Values.provider -}}
+{{- if .Values.inventory.enabled -}}
+{{- $_ := set $config.inventory "path" "/etc/lbguard/inventory/inventory.yaml" -}}
+{{- end -}}
+{{ toYaml $config }}
+{{- end -}}
+
+{{- define "lbguard.inventory" -}}
+{{ toYaml (dict "loadBalancers" .Values.inventory.loadBalancers) }}
+{{- end -}}

@@ -1,0 +1,509 @@
+//! The Helm chart, rendered and linted by Helm's own SDK (helm-python-sdk): every object
+//! parses into its k8s-openapi type, the webhooks are wired as documented, the certificate
+//! modes agree with themselves, and the rendered config is one lbguard accepts.
+
+use std::collections::BTreeMap;
+use std::process::Command;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
+use k8s_openapi::api::policy::v1::PodDisruptionBudget;
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+const CHART: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/charts/lbguard");
+const HELPER: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/chart/helm.py");
+const NS: &str = "lbguard-system";
+
+fn helm(action: &str, values: &Value) -> Value {
+    let out = Command::new("python3")
+        .args([HELPER, action, CHART, &values.to_string(), NS])
+        .output()
+        .expect("python3 runs (scripts/test installs helm-python-sdk)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)))
+}
+
+/// Every rendered object, by kind, in template order.
+struct Rendered(Vec<Value>);
+
+impl Rendered {
+    fn kind(&self, kind: &str) -> Vec<&Value> {
+        self.0.iter().filter(|o| o["kind"] == kind).collect()
+    }
+
+    fn one<T: for<'de> Deserialize<'de>>(&self, kind: &str) -> T {
+        let all = self.kind(kind);
+        assert_eq!(all.len(), 1, "expected one {kind}");
+        serde_json::from_value(all[0].clone()).unwrap_or_else(|e| panic!("{kind}: {e}"))
+    }
+}
+
+fn render(values: Value) -> Rendered {
+    let out = helm("render", &values);
+    assert!(
+        out.get("error").is_none(),
+        "render failed: {}",
+        out["error"]
+    );
+    let templates: BTreeMap<String, String> =
+        serde_json::from_value(out["templates"].clone()).unwrap();
+    let mut objects = Vec::new();
+    for (path, text) in templates {
+        if path.ends_with("NOTES.txt") {
+            continue;
+        }
+        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
+            let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("{path}: {e}"));
+            if !v.is_null() {
+                objects.push(v);
+            }
+        }
+    }
+    let r = Rendered(objects);
+    every_object_parses(&r);
+    r
+}
+
+fn every_object_parses(r: &Rendered) {
+    fn parse<T: for<'de> Deserialize<'de>>(v: &Value) {
+        serde_json::from_value::<T>(v.clone()).unwrap_or_else(|e| panic!("{}: {e}", v["kind"]));
+    }
+    for o in &r.0 {
+        assert!(
+            o["apiVersion"].is_string() && o["metadata"]["name"].is_string(),
+            "{o}"
+        );
+        match o["kind"].as_str().unwrap() {
+            "Deployment" => parse::<Deployment>(o),
+            "Service" => parse::<Service>(o),
+            "ServiceAccount" => parse::<ServiceAccount>(o),
+            "ConfigMap" => parse::<ConfigMap>(o),
+            "Secret" => parse::<Secret>(o),
+            "PodDisruptionBudget" => parse::<PodDisruptionBudget>(o),
+            "ClusterRole" => parse::<ClusterRole>(o),
+            "ClusterRoleBinding" => parse::<ClusterRoleBinding>(o),
+            "ValidatingWebhookConfiguration" => parse::<ValidatingWebhookConfiguration>(o),
+            "MutatingWebhookConfiguration" => parse::<MutatingWebhookConfiguration>(o),
+            // cert-manager's kinds have no k8s-openapi type: check their shape.
+            "Issuer" | "Certificate" => assert!(o["spec"].is_object(), "{o}"),
+            other => panic!("unexpected kind {other}"),
+        }
+    }
+}
+
+#[test]
+fn lint_is_clean_for_every_certificate_mode() {
+    for values in [
+        json!({}),
+        json!({"certificates": {"mode": "certManager"}}),
+        json!({"certificates": {"mode": "secret", "secret": {"name": "mine", "caBundle": "Y2E="}}}),
+        json!({"provider": "huawei", "inventory": {"enabled": true, "loadBalancers": [{"id": "elb-1", "provider": "huawei"}]}}),
+    ] {
+        let report = helm("lint", &values);
+        assert_eq!(report["errors"], json!([]), "{values}: {report}");
+        let bad: Vec<&Value> = report["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|m| m["severity"].as_u64() >= Some(2))
+            .collect();
+        assert!(bad.is_empty(), "{values}: {bad:?}");
+    }
+}
+
+#[test]
+fn default_install_wires_both_webhooks_to_the_service() {
+    let r = render(json!({"provider": "alibaba"}));
+    let vwc: ValidatingWebhookConfiguration = r.one("ValidatingWebhookConfiguration");
+    let mwc: MutatingWebhookConfiguration = r.one("MutatingWebhookConfiguration");
+    let svc: Service = r.one("Service");
+    let v = &vwc.webhooks.as_ref().unwrap()[0];
+    let m = &mwc.webhooks.as_ref().unwrap()[0];
+    assert_eq!(v.admission_review_versions, ["v1"]);
+    assert_eq!(v.side_effects, "NoneOnDryRun");
+    assert_eq!(m.side_effects, "None");
+    assert_eq!(v.failure_policy.as_deref(), Some("Fail"));
+    assert_eq!(v.match_policy.as_deref(), Some("Equivalent"));
+    assert_eq!(v.timeout_seconds, Some(5));
+    assert_eq!(m.reinvocation_policy.as_deref(), Some("IfNeeded"));
+    for (cc, path) in [
+        (&v.client_config, "/validate"),
+        (&m.client_config, "/mutate"),
+    ] {
+        let s = cc.service.as_ref().unwrap();
+        assert_eq!(s.name, svc.metadata.name.clone().unwrap());
+        assert_eq!(s.namespace, NS);
+        assert_eq!(s.path.as_deref(), Some(path));
+        assert_eq!(s.port, Some(443));
+    }
+    let rule = &v.rules.as_ref().unwrap()[0];
+    assert_eq!(rule.api_groups.as_deref(), Some(&[String::new()][..]));
+    assert_eq!(
+        rule.resources.as_deref(),
+        Some(&["services".to_string()][..])
+    );
+    assert_eq!(
+        rule.operations.as_deref(),
+        Some(&["CREATE".to_string(), "UPDATE".to_string()][..]),
+        "no DELETE by default"
+    );
+    for sel in [
+        v.namespace_selector.as_ref().unwrap(),
+        m.namespace_selector.as_ref().unwrap(),
+    ] {
+        let e = &sel.match_expressions.as_ref().unwrap()[0];
+        assert_eq!(e.key, "kubernetes.io/metadata.name");
+        assert_eq!(e.operator, "NotIn");
+        let vals = e.values.as_ref().unwrap();
+        for ns in ["kube-system", "kube-node-lease", NS] {
+            assert!(vals.iter().any(|x| x == ns), "{ns} not excluded: {vals:?}");
+        }
+    }
+    let mc = &v.match_conditions.as_ref().unwrap()[0];
+    assert!(
+        mc.expression.contains("object.spec.type == 'LoadBalancer'")
+            && mc
+                .expression
+                .contains("oldObject.spec.type == 'LoadBalancer'")
+    );
+    assert!(
+        m.match_conditions.as_ref().unwrap()[0]
+            .expression
+            .contains("object.spec.type == 'LoadBalancer'")
+    );
+    // The Service routes 443 to the pods' https port.
+    let port = &svc.spec.as_ref().unwrap().ports.as_ref().unwrap()[0];
+    assert_eq!(port.port, 443);
+}
+
+#[test]
+fn generated_certificate_secret_and_ca_bundle_agree() {
+    let r = render(json!({}));
+    let secret: Secret = r.one("Secret");
+    let data = secret.data.unwrap();
+    let (crt, key, ca) = (&data["tls.crt"].0, &data["tls.key"].0, &data["ca.crt"].0);
+    let vwc: ValidatingWebhookConfiguration = r.one("ValidatingWebhookConfiguration");
+    let mwc: MutatingWebhookConfiguration = r.one("MutatingWebhookConfiguration");
+    let vb = vwc.webhooks.unwrap()[0]
+        .client_config
+        .ca_bundle
+        .clone()
+        .unwrap()
+        .0;
+    let mb = mwc.webhooks.unwrap()[0]
+        .client_config
+        .ca_bundle
+        .clone()
+        .unwrap()
+        .0;
+    assert_eq!(&vb, ca);
+    assert_eq!(&mb, ca);
+    // The pair is usable by the server, and the CA really signed it for the Service name.
+    lbguard::server::tls::certified_key(crt, key, "tls.crt", "tls.key")
+        .expect("key matches certificate");
+    let mut roots = rustls::RootCertStore::empty();
+    use rustls::pki_types::pem::PemObject;
+    roots
+        .add(rustls::pki_types::CertificateDer::from_pem_slice(ca).unwrap())
+        .unwrap();
+    let verifier = rustls::client::WebPkiServerVerifier::builder_with_provider(
+        std::sync::Arc::new(roots),
+        std::sync::Arc::new(rustls::crypto::ring::default_provider()),
+    )
+    .build()
+    .unwrap();
+    let leaf = rustls::pki_types::CertificateDer::from_pem_slice(crt).unwrap();
+    let name = rustls::pki_types::ServerName::try_from(format!("lbguard.{NS}.svc")).unwrap();
+    rustls::client::danger::ServerCertVerifier::verify_server_cert(
+        &*verifier,
+        &leaf,
+        &[],
+        &name,
+        &[],
+        rustls::pki_types::UnixTime::now(),
+    )
+    .expect("certificate valid for the Service DNS name");
+    // The Deployment mounts that Secret.
+    let dep: Deployment = r.one("Deployment");
+    let vols = dep.spec.unwrap().template.spec.unwrap().volumes.unwrap();
+    assert!(
+        vols.iter()
+            .any(|v| v.secret.as_ref().and_then(|s| s.secret_name.as_deref())
+                == secret.metadata.name.as_deref())
+    );
+}
+
+#[test]
+fn generated_mode_reuses_the_secret_through_lookup() {
+    // Without a cluster lookup finds nothing, so this is the first-install path; the
+    // template reads the Secret back with lookup on upgrade (see the chart README).
+    let text = std::fs::read_to_string(format!("{CHART}/templates/webhooks.yaml")).unwrap();
+    assert!(text.contains("lookup \"v1\" \"Secret\" .Release.Namespace $secretName"));
+    let a = render(json!({}));
+    let b = render(json!({}));
+    let ca = |r: &Rendered| r.kind("Secret")[0]["data"]["ca.crt"].clone();
+    assert_ne!(ca(&a), ca(&b), "first installs make a fresh CA");
+}
+
+#[test]
+fn cert_manager_mode_uses_a_certificate_and_ca_injection() {
+    let r = render(json!({"certificates": {"mode": "certManager"}}));
+    assert!(r.kind("Secret").is_empty());
+    assert_eq!(r.kind("Issuer").len(), 1);
+    let cert = r.kind("Certificate")[0];
+    assert_eq!(cert["spec"]["secretName"], "lbguard-tls");
+    assert_eq!(cert["spec"]["dnsNames"][0], format!("lbguard.{NS}.svc"));
+    for kind in [
+        "ValidatingWebhookConfiguration",
+        "MutatingWebhookConfiguration",
+    ] {
+        let w = r.kind(kind)[0];
+        assert_eq!(
+            w["metadata"]["annotations"]["cert-manager.io/inject-ca-from"],
+            format!("{NS}/lbguard")
+        );
+        assert!(w["webhooks"][0]["clientConfig"].get("caBundle").is_none());
+    }
+    let r = render(
+        json!({"certificates": {"mode": "certManager", "certManager": {"issuerRef": {"name": "corp-ca", "kind": "ClusterIssuer"}}}}),
+    );
+    assert!(r.kind("Issuer").is_empty());
+    assert_eq!(
+        r.kind("Certificate")[0]["spec"]["issuerRef"]["kind"],
+        "ClusterIssuer"
+    );
+}
+
+#[test]
+fn existing_secret_mode_uses_the_given_secret_and_ca() {
+    let r = render(
+        json!({"certificates": {"mode": "secret", "secret": {"name": "corp-tls", "caBundle": "Q0E="}}}),
+    );
+    assert!(r.kind("Secret").is_empty());
+    let w = r.kind("ValidatingWebhookConfiguration")[0];
+    assert_eq!(w["webhooks"][0]["clientConfig"]["caBundle"], "Q0E=");
+    let dep = r.kind("Deployment")[0];
+    assert_eq!(
+        dep["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+        "corp-tls"
+    );
+    let out = helm(
+        "render",
+        &json!({"certificates": {"mode": "secret", "secret": {"name": "corp-tls"}}}),
+    );
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("certificates.secret.caBundle"),
+        "{out}"
+    );
+}
+
+#[test]
+fn options_change_the_webhooks() {
+    let r = render(
+        json!({"webhook": {"matchConditions": false, "protectDeletion": true, "failurePolicy": "Ignore", "excludeNamespaces": ["legacy"]}}),
+    );
+    let w = &r.kind("ValidatingWebhookConfiguration")[0]["webhooks"][0];
+    assert!(w.get("matchConditions").is_none());
+    assert_eq!(
+        w["rules"][0]["operations"],
+        json!(["CREATE", "UPDATE", "DELETE"])
+    );
+    assert_eq!(w["failurePolicy"], "Ignore");
+    assert!(
+        w["namespaceSelector"]["matchExpressions"][0]["values"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("legacy"))
+    );
+    let m = &r.kind("MutatingWebhookConfiguration")[0]["webhooks"][0];
+    assert_eq!(m["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+}
+
+#[test]
+fn rendered_config_and_inventory_are_what_lbguard_accepts() {
+    let values = json!({
+        "provider": "alibaba",
+        "config": {"cluster": {"vpcId": "vpc-1", "staleAfter": "2m"}, "ccm": {"users": ["system:serviceaccount:kube-system:cloud-controller-manager"]},
+                   "rules": {"in-cluster-access-advice": "off"}, "defaults": {"annotations": {"example.com/team": "platform"}}},
+        "inventory": {"enabled": true, "loadBalancers": [{"id": "lb-1", "provider": "alibaba", "addressType": "intranet", "createdBy": "user"}]}
+    });
+    let r = render(values);
+    let cms = r.kind("ConfigMap");
+    assert_eq!(cms.len(), 2);
+    let config_text = cms[0]["data"]["config.yaml"].as_str().unwrap();
+    let config = lbguard::config::Config::parse(config_text, "rendered")
+        .unwrap_or_else(|e| panic!("{e}\n{config_text}"));
+    assert_eq!(
+        config.provider,
+        lbguard::config::ProviderChoice::Fixed(lbguard::providers::Provider::Alibaba)
+    );
+    assert_eq!(
+        config.inventory.path.as_deref(),
+        Some("/etc/lbguard/inventory/inventory.yaml")
+    );
+    assert_eq!(config.cluster.vpc_id.as_deref(), Some("vpc-1"));
+    let inv = lbguard::inventory::Snapshot::parse(
+        cms[1]["data"]["inventory.yaml"].as_str().unwrap(),
+        "rendered",
+    )
+    .unwrap();
+    assert_eq!(inv.len(), 1);
+    // The inventory is mounted where the config says.
+    let dep = r.kind("Deployment")[0];
+    let mounts = &dep["spec"]["template"]["spec"]["containers"][0]["volumeMounts"];
+    assert!(
+        mounts
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|m| m["mountPath"] == "/etc/lbguard/inventory")
+    );
+    // Default values render a config lbguard accepts too.
+    let d = render(json!({}));
+    lbguard::config::Config::parse(
+        d.kind("ConfigMap")[0]["data"]["config.yaml"]
+            .as_str()
+            .unwrap(),
+        "default",
+    )
+    .unwrap();
+}
+
+#[test]
+fn pods_are_hardened_spread_and_rolled_on_config_change() {
+    let r = render(json!({"priorityClassName": "system-cluster-critical"}));
+    let dep: Deployment = r.one("Deployment");
+    let spec = dep.spec.unwrap();
+    assert_eq!(spec.replicas, Some(2));
+    let pod = spec.template.spec.unwrap();
+    assert_eq!(
+        pod.priority_class_name.as_deref(),
+        Some("system-cluster-critical")
+    );
+    assert!(pod.affinity.unwrap().pod_anti_affinity.is_some());
+    assert_eq!(
+        pod.topology_spread_constraints.unwrap()[0].topology_key,
+        "kubernetes.io/hostname"
+    );
+    let c = &pod.containers[0];
+    let sc = c.security_context.as_ref().unwrap();
+    assert_eq!(sc.read_only_root_filesystem, Some(true));
+    assert_eq!(sc.allow_privilege_escalation, Some(false));
+    assert_eq!(sc.run_as_non_root, Some(true));
+    assert_eq!(
+        sc.capabilities.as_ref().unwrap().drop.as_deref(),
+        Some(&["ALL".to_string()][..])
+    );
+    assert_eq!(sc.seccomp_profile.as_ref().unwrap().type_, "RuntimeDefault");
+    assert_eq!(
+        c.readiness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/readyz")
+    );
+    assert_eq!(
+        c.liveness_probe
+            .as_ref()
+            .unwrap()
+            .http_get
+            .as_ref()
+            .unwrap()
+            .path
+            .as_deref(),
+        Some("/healthz")
+    );
+    assert!(c.resources.as_ref().unwrap().limits.is_some());
+    assert!(c.args.as_ref().unwrap().contains(&"serve".to_string()));
+    let pdb: PodDisruptionBudget = r.one("PodDisruptionBudget");
+    assert!(pdb.spec.unwrap().min_available.is_some());
+    let checksum = |r: &Rendered| {
+        r.kind("Deployment")[0]["spec"]["template"]["metadata"]["annotations"]["checksum/config"]
+            .clone()
+    };
+    let other = render(json!({"config": {"rules": {"weight-range": "warn"}}}));
+    assert_ne!(checksum(&r), checksum(&other));
+    assert_eq!(
+        checksum(&r),
+        checksum(&render(
+            json!({"priorityClassName": "system-cluster-critical"})
+        ))
+    );
+    let inv = |r: &Rendered| {
+        r.kind("Deployment")[0]["spec"]["template"]["metadata"]["annotations"]["checksum/inventory"]
+            .clone()
+    };
+    let with_inv = render(
+        json!({"inventory": {"enabled": true, "loadBalancers": [{"id": "x", "provider": "ctyun"}]}}),
+    );
+    assert_ne!(inv(&r), inv(&with_inv));
+}
+
+#[test]
+fn rbac_is_least_privilege() {
+    let r = render(json!({}));
+    let role: ClusterRole = r.one("ClusterRole");
+    let mut grants: Vec<String> = Vec::new();
+    for rule in role.rules.unwrap() {
+        for g in rule.api_groups.unwrap_or_default() {
+            for res in rule.resources.clone().unwrap_or_default() {
+                grants.push(format!("{g}/{res}:{}", rule.verbs.join(",")));
+            }
+        }
+    }
+    grants.sort();
+    assert_eq!(
+        grants,
+        [
+            "/nodes:get,list,watch",
+            "/services:get,list,watch",
+            "events.k8s.io/events:create,patch",
+            "networking.k8s.io/ingresses:get,list,watch",
+        ]
+    );
+}
+
+#[test]
+fn wrong_values_fail_at_install_time() {
+    for (values, word) in [
+        (json!({"provider": "aws"}), "provider"),
+        (json!({"replicaCount": 0}), "replicaCount"),
+        (
+            json!({"webhook": {"failurePolicy": "Maybe"}}),
+            "failurePolicy",
+        ),
+        (json!({"certificates": {"mode": "vault"}}), "mode"),
+        (
+            json!({"config": {"rules": {"lb-id-immutable": "block"}}}),
+            "lb-id-immutable",
+        ),
+        (json!({"config": {"clusterr": {}}}), "clusterr"),
+    ] {
+        let out = helm("schema", &values);
+        let err = out["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{values} was accepted"));
+        assert!(err.contains(word), "{values}: {err}");
+    }
+    assert_eq!(
+        helm("schema", &json!({"provider": "volcengine"})),
+        json!({"ok": true})
+    );
+}
