@@ -447,3 +447,43 @@ fn cluster_state_nodes_and_ingresses_feed_the_huawei_rules() {
     assert!(text.contains("\"rule\": \"ingress-shares-elb\""), "{text}");
     assert!(text.contains("Ingress shop/storefront"), "{text}");
 }
+
+#[test]
+fn benchmarks_run_and_report_json() {
+    let bench = env!("CARGO_BIN_EXE_lbguard-bench");
+    let out = Command::new(bench)
+        .args([
+            "http",
+            "--duration",
+            "400ms",
+            "--connections",
+            "4",
+            "--json",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let v = json(&out);
+    assert_eq!(v["runs"].as_array().unwrap().len(), 3);
+    for r in v["runs"].as_array().unwrap() {
+        assert!(r["requests"].as_u64().unwrap() > 0, "{r}");
+        assert_eq!(r["errors"], 0, "{r}");
+    }
+    assert!(v["validate_throughput_ratio"].as_f64().unwrap() > 0.0);
+    let out = Command::new(bench)
+        .args(["cache", "--sizes", "10,1000", "--requests", "50", "--json"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows = json(&out);
+    assert_eq!(rows[1]["services"], 1000);
+    assert!(rows[1]["p99_us"].as_f64().unwrap() > 0.0);
+}
