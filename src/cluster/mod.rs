@@ -229,6 +229,17 @@ impl Inner {
         }
     }
 
+    fn remove_ingress(&mut self, key: &Key) {
+        if let Some((elb, _)) = self.ingresses.remove(key)
+            && let Some(keys) = self.ingress_by_elb.get_mut(&elb)
+        {
+            keys.retain(|k| k != key);
+            if keys.is_empty() {
+                self.ingress_by_elb.remove(&elb);
+            }
+        }
+    }
+
     fn remove_service(&mut self, key: &Key) {
         if let Some(old) = self.services.remove(key) {
             self.unindex(key, &old.lbs);
@@ -394,15 +405,7 @@ impl ClusterState {
 
     pub fn delete_ingress(&self, i: &Ingress) {
         let key = key_of(i.metadata.namespace.as_deref(), i.metadata.name.as_deref());
-        let mut inner = self.write();
-        if let Some((elb, _)) = inner.ingresses.remove(&key)
-            && let Some(keys) = inner.ingress_by_elb.get_mut(&elb)
-        {
-            keys.retain(|k| *k != key);
-            if keys.is_empty() {
-                inner.ingress_by_elb.remove(&elb);
-            }
-        }
+        self.write().remove_ingress(&key);
     }
 
     pub fn replace_ingresses<'a>(&self, all: impl IntoIterator<Item = &'a Ingress>) {
@@ -456,14 +459,7 @@ impl ClusterState {
             .cloned()
             .collect();
         for k in gone {
-            if let Some((elb, _)) = inner.ingresses.remove(&k)
-                && let Some(keys) = inner.ingress_by_elb.get_mut(&elb)
-            {
-                keys.retain(|x| *x != k);
-                if keys.is_empty() {
-                    inner.ingress_by_elb.remove(&elb);
-                }
-            }
+            inner.remove_ingress(&k);
         }
     }
 

@@ -7,7 +7,7 @@ use crate::engine::version::KubeVersion;
 use crate::engine::{Ctx, Findings, Svc, annotation_field};
 use crate::providers::alibaba::port_names;
 use crate::rules::common::{VersionOf, ccm_only, duplicates, require_version};
-use crate::rules::{Action, Check, Class, Gate, Rule};
+use crate::rules::{Rule, rule};
 
 /// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
 pub static CATALOG: Catalog = Catalog {
@@ -71,24 +71,10 @@ pub static CATALOG: Catalog = Catalog {
 
 const HUAWEI: &[Provider] = &[Provider::Huawei];
 
-macro_rules! rule {
-    ($id:literal, $class:ident, $gate:ident, $default:ident, $title:literal, $source:literal, $check:ident) => {
-        Rule {
-            id: $id,
-            providers: HUAWEI,
-            class: Class::$class,
-            gate: Gate::$gate,
-            default: Action::$default,
-            title: $title,
-            source: $source,
-            check: Check::PerProvider($check),
-        }
-    };
-}
-
 pub static RULES: &[Rule] = &[
     rule!(
         "skip-listener-irreversible",
+        HUAWEI,
         Transition,
         Transition,
         Deny,
@@ -98,6 +84,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "skip-listener-needs-existing-elb",
+        HUAWEI,
         Object,
         Admit,
         Deny,
@@ -107,6 +94,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "skip-listener-not-multicluster",
+        HUAWEI,
         Object,
         Admit,
         Deny,
@@ -116,6 +104,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "skip-listener-version",
+        HUAWEI,
         Version,
         Admit,
         Deny,
@@ -125,6 +114,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "system-annotations-reserved",
+        HUAWEI,
         Object,
         Admit,
         Deny,
@@ -134,6 +124,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "protocol-port-format",
+        HUAWEI,
         Object,
         Admit,
         Deny,
@@ -143,6 +134,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "https-needs-cert",
+        HUAWEI,
         Object,
         Admit,
         Deny,
@@ -152,6 +144,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "http-version",
+        HUAWEI,
         Version,
         Admit,
         Deny,
@@ -161,6 +154,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "dedicated-elb-version",
+        HUAWEI,
         Version,
         Admit,
         Deny,
@@ -170,6 +164,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "pass-through-version",
+        HUAWEI,
         Version,
         Admit,
         Deny,
@@ -179,6 +174,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "huawei-autocreate-valid",
+        HUAWEI,
         Object,
         Admit,
         Deny,
@@ -188,6 +184,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "traffic-policy-change",
+        HUAWEI,
         Transition,
         Transition,
         Warn,
@@ -197,6 +194,7 @@ pub static RULES: &[Rule] = &[
     ),
     rule!(
         "turbo-cluster-policy",
+        HUAWEI,
         Object,
         Admit,
         Deny,

@@ -2,8 +2,8 @@
 //! whose load balancer is not in the inventory gets one "unknown" report, whose action is
 //! `inventory.unknownLoadBalancer`. Without an inventory configured these rules are silent.
 
+use super::Rule;
 use super::listeners::listener_ports;
-use super::{Action, Check, Class, Gate, Rule};
 use crate::engine::{Annot, Ctx, Findings, annotation_field};
 use crate::inventory::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::providers::{Catalog, Provider};
@@ -11,26 +11,13 @@ use crate::providers::{Catalog, Provider};
 const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];
 const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
 
-macro_rules! rule {
-    ($id:literal, $providers:expr, $class:ident, $title:literal, $source:literal, $check:ident) => {
-        Rule {
-            id: $id,
-            providers: $providers,
-            class: Class::$class,
-            gate: Gate::Admit,
-            default: Action::Deny,
-            title: $title,
-            source: $source,
-            check: Check::PerProvider($check),
-        }
-    };
-}
-
 pub static RULES: &[Rule] = &[
     rule!(
         "address-type-match",
         CTYUN_ALIBABA,
         Inventory,
+        Admit,
+        Deny,
         "A reused load balancer's address type equals the Service's (annotation, or the provider default: intranet on CTyun, internet on Alibaba)",
         "000 \"所复用实例的地址类型必须与Service的访问类型严格一致\"; 001",
         address_type_match
@@ -39,6 +26,8 @@ pub static RULES: &[Rule] = &[
         "reuse-user-created-only",
         &Provider::ALL,
         Inventory,
+        Admit,
+        Deny,
         "Only load balancers created by the user may be reused, not ones made by the CCM, for the API server or an ingress",
         "000, 001, 004 \"仅支持复用用户手工创建的\"; 002",
         reuse_user_created_only
@@ -47,6 +36,8 @@ pub static RULES: &[Rule] = &[
         "reuse-same-vpc",
         PORT_PROVIDERS,
         Inventory,
+        Admit,
+        Deny,
         "A reused private load balancer is in the cluster's VPC (cluster.vpcId); Alibaba allows another VPC for NLB only",
         "000 \"跨VPC复用暂不支持\"; 001 \"跨VPC复用仅适用于NLB实例\"; 002 \"僅支持與集群在同一個VPC下的ELB實例\"",
         reuse_same_vpc
@@ -55,6 +46,8 @@ pub static RULES: &[Rule] = &[
         "cross-cluster-name-clash",
         &[Provider::Alibaba],
         Inventory,
+        Admit,
+        Deny,
         "A load balancer shared across clusters is not already used by the same namespace/name from another cluster",
         "001 \"需要确保两个集群的命名空间和Service组合名称不一致\"",
         cross_cluster_name_clash
@@ -63,6 +56,8 @@ pub static RULES: &[Rule] = &[
         "elb-flavor-supports-protocol",
         &[Provider::Huawei],
         Inventory,
+        Admit,
+        Deny,
         "An existing dedicated ELB used with http/https has both an L4 and an L7 flavor",
         "002 \"對接已有的獨享型ELB實例，需要獨享型ELB實例同時支持4層和7層的flavor\"",
         elb_flavor_supports_protocol

@@ -5,8 +5,8 @@
 
 use std::collections::BTreeSet;
 
+use super::Rule;
 use super::inventory::reused;
-use super::{Action, Check, Class, Gate, Rule};
 use crate::cluster::{IngressUse, LbUser};
 use crate::config::ProxyMode;
 use crate::engine::{Ctx, Findings, Svc, annotation_field};
@@ -16,26 +16,12 @@ use crate::providers::{Catalog, Provider};
 const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
 const HUAWEI: &[Provider] = &[Provider::Huawei];
 
-macro_rules! rule {
-    ($id:literal, $providers:expr, $class:ident, $default:ident, $title:literal, $source:literal, $check:ident) => {
-        Rule {
-            id: $id,
-            providers: $providers,
-            class: Class::$class,
-            gate: Gate::Admit,
-            default: Action::$default,
-            title: $title,
-            source: $source,
-            check: Check::PerProvider($check),
-        }
-    };
-}
-
 pub static RULES: &[Rule] = &[
     rule!(
         "listener-port-unique",
         PORT_PROVIDERS,
         ClusterInventory,
+        Admit,
         Deny,
         "No two Services, and no Service and an existing listener, use one listener port of a load balancer (TCP family and UDP apart)",
         "000/001 \"多个Service不能共用同一个负载均衡实例上的同一个监听端口\"; 000 \"不能使用负载均衡监听器已有端口\"",
@@ -45,6 +31,7 @@ pub static RULES: &[Rule] = &[
         "listener-quota",
         &[Provider::Ctyun, Provider::Alibaba],
         ClusterInventory,
+        Admit,
         Deny,
         "Listeners on one load balancer (all Services' ports and existing listeners) stay within quotas.listenersPerLoadBalancer (default 50)",
         "000, 001 \"默认情况下一个实例可以添加50个监听\"",
@@ -54,6 +41,7 @@ pub static RULES: &[Rule] = &[
         "shared-listener-mixed-management",
         HUAWEI,
         Cluster,
+        Admit,
         Deny,
         "A managed-listener Service and a skip-managed-listener Service may not share a port of one ELB",
         "003 \"若一个由CCE托管监听器的Service与一个取消监听器托管的Service共享同一监听器...监听器会被级联删除\"",
@@ -63,6 +51,7 @@ pub static RULES: &[Rule] = &[
         "shared-listener-needs-l7",
         HUAWEI,
         Cluster,
+        Admit,
         Warn,
         "Several skip-managed-listener Services on one ELB port only work with HTTP/HTTPS listeners",
         "003 \"网络型...一个监听器只能绑定一个后端云服务器组\"",
@@ -72,6 +61,7 @@ pub static RULES: &[Rule] = &[
         "pass-through-consistent",
         HUAWEI,
         Cluster,
+        Admit,
         Deny,
         "In IPVS mode all Services on one ELB have the same elb.pass-through setting",
         "002",
@@ -81,6 +71,7 @@ pub static RULES: &[Rule] = &[
         "ipvs-node-external-ip",
         HUAWEI,
         Cluster,
+        Admit,
         Deny,
         "In IPVS mode spec.externalIPs may not contain a node's IP",
         "002 \"不支持配置節點的IP作為Service的externalIP，會導致節點不可用\"",
@@ -90,6 +81,7 @@ pub static RULES: &[Rule] = &[
         "ingress-shares-elb",
         HUAWEI,
         Cluster,
+        Admit,
         Warn,
         "In IPVS mode an Ingress and a Service on one ELB make the Ingress unreachable in-cluster; an HTTP Service and an Ingress on one ELB port are denied",
         "002 \"請勿將Ingress與使用HTTP的Service對接同一個ELB下的同一個監聽器，否則將產生端口沖突\"",

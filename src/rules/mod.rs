@@ -1,5 +1,22 @@
 //! The rule registry: every rule's static metadata and check, in one explicit list.
 
+/// A per-provider rule: `rule!(id, providers, class, gate, default, title, source, check)`.
+macro_rules! rule {
+    ($id:literal, $providers:expr, $class:ident, $gate:ident, $default:ident, $title:literal, $source:literal, $check:ident) => {
+        $crate::rules::Rule {
+            id: $id,
+            providers: $providers,
+            class: $crate::rules::Class::$class,
+            gate: $crate::rules::Gate::$gate,
+            default: $crate::rules::Action::$default,
+            title: $title,
+            source: $source,
+            check: $crate::rules::Check::PerProvider($check),
+        }
+    };
+}
+pub(crate) use rule;
+
 pub mod common;
 pub mod inventory;
 pub mod listeners;
