@@ -81,13 +81,13 @@ fn tcp_and_udp_on_one_port_do_not_clash() {
         .only_port(53, "UDP")
         .pa(Ctyun, "id", "lb-1")
         .build();
-    assert!(state.reserve(Svc(&udp), RESERVATION_TTL).is_ok());
+    assert!(state.reserve(Svc(&udp), RESERVATION_TTL, &[]).is_ok());
     let tcp2 = lb()
         .named("shop", "tcp2")
         .only_port(53, "TCP")
         .pa(Ctyun, "id", "lb-1")
         .build();
-    let e = state.reserve(Svc(&tcp2), RESERVATION_TTL).unwrap_err();
+    let e = state.reserve(Svc(&tcp2), RESERVATION_TTL, &[]).unwrap_err();
     assert_eq!(
         e,
         ["port 53/TCP on load balancer \"lb-1\" is held by shop/tcp"]
@@ -98,21 +98,23 @@ fn tcp_and_udp_on_one_port_do_not_clash() {
 fn reservation_holds_until_the_watch_shows_the_service_or_it_expires() {
     let state = ClusterState::new(cfg("").provider);
     let a = lb().named("shop", "a").pa(Ctyun, "id", "lb-1").build();
-    state.reserve(Svc(&a), RESERVATION_TTL).unwrap();
+    state.reserve(Svc(&a), RESERVATION_TTL, &[]).unwrap();
     assert_eq!(users(&state, Ctyun, "lb-1"), ["shop/a"]);
     // Re-admitting the same Service is not a conflict with itself.
-    state.reserve(Svc(&a), RESERVATION_TTL).unwrap();
+    state.reserve(Svc(&a), RESERVATION_TTL, &[]).unwrap();
     assert_eq!(users(&state, Ctyun, "lb-1"), ["shop/a"]);
     // The watch shows it: the reservation gives way to the real entry (still one user).
     state.apply_service(&a);
     assert_eq!(users(&state, Ctyun, "lb-1"), ["shop/a"]);
     // An expired reservation holds nothing.
     let b = lb().named("shop", "b").pa(Ctyun, "id", "lb-2").build();
-    state.reserve(Svc(&b), Duration::from_millis(0)).unwrap();
+    state
+        .reserve(Svc(&b), Duration::from_millis(0), &[])
+        .unwrap();
     std::thread::sleep(Duration::from_millis(2));
     assert!(users(&state, Ctyun, "lb-2").is_empty());
     let c = lb().named("shop", "c").pa(Ctyun, "id", "lb-2").build();
-    state.reserve(Svc(&c), RESERVATION_TTL).unwrap();
+    state.reserve(Svc(&c), RESERVATION_TTL, &[]).unwrap();
 }
 
 #[test]
@@ -127,7 +129,7 @@ fn two_concurrent_admissions_for_one_port_one_wins() {
                 std::thread::spawn(move || {
                     let s = lb().named("shop", name).pa(Alibaba, "id", "lb-1").build();
                     barrier.wait();
-                    state.reserve(Svc(&s), RESERVATION_TTL).is_ok()
+                    state.reserve(Svc(&s), RESERVATION_TTL, &[]).is_ok()
                 })
             })
             .collect();
@@ -148,10 +150,14 @@ fn skip_managed_listener_services_share_ports() {
             .pa(Huawei, "skip-managed-listener", "true")
             .build()
     };
-    state.reserve(Svc(&skip("a")), RESERVATION_TTL).unwrap();
-    state.reserve(Svc(&skip("b")), RESERVATION_TTL).unwrap();
+    state
+        .reserve(Svc(&skip("a")), RESERVATION_TTL, &[])
+        .unwrap();
+    state
+        .reserve(Svc(&skip("b")), RESERVATION_TTL, &[])
+        .unwrap();
     let managed = lb().named("shop", "c").pa(Huawei, "id", "elb-1").build();
-    assert!(state.reserve(Svc(&managed), RESERVATION_TTL).is_err());
+    assert!(state.reserve(Svc(&managed), RESERVATION_TTL, &[]).is_err());
 }
 
 #[test]
@@ -222,4 +228,23 @@ fn health_tracks_sync_and_breakage() {
     assert!(state.stale_for().is_some());
     state.mark_healthy();
     assert!(state.stale_for().is_none());
+}
+
+#[test]
+fn an_update_tolerates_clashes_its_live_object_already_had() {
+    let state = ClusterState::new(cfg("").provider);
+    let a = lb().named("shop", "a").pa(Ctyun, "id", "lb-1").build();
+    let b = lb().named("shop", "b").pa(Ctyun, "id", "lb-1").build();
+    state.apply_service(&a);
+    state.apply_service(&b);
+    // b is updated (a label, say): its clash with a predates the update.
+    let tolerate = state.clashes(Svc(&b));
+    assert_eq!(
+        tolerate,
+        ["port 80/TCP on load balancer \"lb-1\" is held by shop/a"]
+    );
+    assert!(state.reserve(Svc(&b), RESERVATION_TTL, &tolerate).is_ok());
+    // A new Service gets no such pass.
+    let c = lb().named("shop", "c").pa(Ctyun, "id", "lb-1").build();
+    assert!(state.reserve(Svc(&c), RESERVATION_TTL, &[]).is_err());
 }

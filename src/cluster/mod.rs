@@ -229,6 +229,27 @@ impl Inner {
         }
     }
 
+    fn clashes(&self, uses: &[(Provider, String, LbUser)], now: Instant) -> Vec<String> {
+        let mut out = Vec::new();
+        for (p, id, me) in uses {
+            let Some(users) = self.lbs.get(&(*p, id.as_str().into())) else {
+                continue;
+            };
+            for other in users.iter().filter(|u| u.is_live(now)) {
+                if (&other.namespace, &other.name) == (&me.namespace, &me.name) {
+                    continue;
+                }
+                for c in crate::rules::listeners::port_clashes(me, other) {
+                    out.push(format!(
+                        "{c} on load balancer \"{id}\" is held by {}",
+                        other.key()
+                    ));
+                }
+            }
+        }
+        out
+    }
+
     fn remove_ingress(&mut self, key: &Key) {
         if let Some((elb, _)) = self.ingresses.remove(key)
             && let Some(keys) = self.ingress_by_elb.get_mut(&elb)
@@ -419,6 +440,14 @@ impl ClusterState {
         }
     }
 
+    /// The listener ports this Service shares with others (watched or reserved), as
+    /// `reserve` words them. An UPDATE passes its live object's clashes to `reserve` as
+    /// tolerated: they predate the update (and the rules have judged them).
+    pub fn clashes(&self, svc: Svc) -> Vec<String> {
+        self.read()
+            .clashes(&lb_uses(self.choice, svc), Instant::now())
+    }
+
     /// After a relist: drops the Services it did not mention.
     pub fn retain_services(&self, keep: &HashSet<Key>) {
         let mut inner = self.write();
@@ -467,30 +496,18 @@ impl ClusterState {
     /// (or reservation) took one of them meanwhile: then returns the conflicts and holds
     /// nothing. Check and hold happen under one lock, so of two concurrent admissions that
     /// want one port, exactly one wins.
-    pub fn reserve(&self, svc: Svc, ttl: Duration) -> Result<(), Vec<String>> {
+    pub fn reserve(&self, svc: Svc, ttl: Duration, tolerate: &[String]) -> Result<(), Vec<String>> {
         let now = Instant::now();
         let uses = lb_uses(self.choice, svc);
         if uses.is_empty() {
             return Ok(());
         }
         let mut inner = self.write();
-        let mut conflicts = Vec::new();
-        for (p, id, me) in &uses {
-            let Some(users) = inner.lbs.get(&(*p, id.as_str().into())) else {
-                continue;
-            };
-            for other in users.iter().filter(|u| u.is_live(now)) {
-                if (&other.namespace, &other.name) == (&me.namespace, &me.name) {
-                    continue;
-                }
-                for c in crate::rules::listeners::port_clashes(me, other) {
-                    conflicts.push(format!(
-                        "{c} on load balancer \"{id}\" is held by {}",
-                        other.key()
-                    ));
-                }
-            }
-        }
+        let conflicts: Vec<String> = inner
+            .clashes(&uses, now)
+            .into_iter()
+            .filter(|c| !tolerate.contains(c))
+            .collect();
         if !conflicts.is_empty() {
             return Err(conflicts);
         }

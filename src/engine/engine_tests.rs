@@ -252,3 +252,46 @@ fn validation_sees_the_mutated_object() {
     };
     expect(&mutated, &config, "reuse-requires-fields", Pass);
 }
+
+#[test]
+fn updates_ratchet_on_problems_the_live_object_already_had() {
+    let bad = lb()
+        .pa(Alibaba, "address-type", "public")
+        .finalizer("service.k8s.alibaba/resources");
+    // An unrelated change to a Service that already had the bad value: allowed, with a warning.
+    let v = expect(
+        &update(bad.clone(), bad.clone().label("tier", "web")),
+        &cfg(""),
+        "address-type-value",
+        Warn,
+    );
+    assert!(v.allowed());
+    assert!(
+        v.warnings()
+            .iter()
+            .any(|w| w.contains("already so before this update"))
+    );
+    // The cloud controller removing its finalizer from such a Service is not blocked.
+    let ccm = "ccm:\n  users: [ccm]\n";
+    let gone = lb().pa(Alibaba, "address-type", "public");
+    let input = crate::testkit::update_by(bad.clone(), gone, "ccm");
+    assert!(
+        run(&input, &cfg(ccm)).allowed(),
+        "{:?}",
+        run(&input, &cfg(ccm))
+    );
+    // Introducing the problem, or changing it to another bad value, still denies.
+    let good = lb().pa(Alibaba, "address-type", "intranet");
+    expect(
+        &update(good, bad.clone()),
+        &cfg(""),
+        "address-type-value",
+        Deny,
+    );
+    expect(
+        &update(bad, lb().pa(Alibaba, "address-type", "privat")),
+        &cfg(""),
+        "address-type-value",
+        Deny,
+    );
+}

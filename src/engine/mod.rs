@@ -312,7 +312,55 @@ pub fn run_rule(rule: &Rule, ctx: &Ctx, providers: &[Provider], out: &mut Findin
 }
 
 /// Checks one admission request against every registered rule, collecting all findings.
+///
+/// Updates ratchet: a denial whose finding the live object already had (same rule, same
+/// message) becomes a warning, so Services that predate lbguard (or a rule) can still be
+/// updated, and the cloud controller can still remove its finalizer from them; only
+/// problems the update introduces block it.
 pub fn evaluate(
+    input: &Input,
+    config: &Config,
+    versions: &Versions,
+    cluster: &dyn ClusterView,
+    inventory: &dyn Inventory,
+) -> Verdict {
+    let mut verdict = evaluate_once(input, config, versions, cluster, inventory);
+    let old_lb = input.old_object.as_ref().filter(|o| Svc(o).is_lb());
+    if input.operation != Operation::Update || verdict.allowed() {
+        return verdict;
+    }
+    let Some(old) = old_lb else { return verdict };
+    let Ok(mut before) = Input::new(
+        Operation::Create,
+        Some(old.clone()),
+        None,
+        input.user.clone(),
+    ) else {
+        return verdict;
+    };
+    before.namespace.clone_from(&input.namespace);
+    before.name.clone_from(&input.name);
+    before.uid.clone_from(&input.uid);
+    let already = evaluate_once(&before, config, versions, cluster, inventory);
+    for v in verdict
+        .violations
+        .iter_mut()
+        .filter(|v| v.action == Action::Deny)
+    {
+        if already
+            .violations
+            .iter()
+            .any(|a| a.rule == v.rule && a.message == v.message)
+        {
+            v.action = Action::Warn;
+            v.message
+                .push_str(" (already so before this update, so not blocking it)");
+        }
+    }
+    verdict
+}
+
+fn evaluate_once(
     input: &Input,
     config: &Config,
     versions: &Versions,

@@ -156,6 +156,37 @@ fn finalizer_protected(
     );
 }
 
+#[rstest]
+fn finalizer_protected_configured_for_any_provider(
+    #[values(Ctyun, Huawei, Volcengine)] p: Provider,
+    #[values(("alice", Deny), (CCM_USER, Pass))] who: (&str, Expect),
+) {
+    let f = "example.com/lb-cleanup";
+    let config = cfg(&format!(
+        "ccm:\n  users: [{CCM_USER}]\n  finalizers: [{f}]\n"
+    ));
+    let old = lb().pa(p, "id", "lb-1").finalizer(f);
+    let new = lb().pa(p, "id", "lb-1");
+    if p == Volcengine {
+        let add = |s: crate::testkit::SvcBuilder| {
+            s.pa(p, "server-group-id", "rsp-1:80").pa(p, "weight", "5")
+        };
+        expect(
+            &update_by(add(old), add(new), who.0),
+            &config,
+            "finalizer-protected",
+            who.1,
+        );
+    } else {
+        expect(
+            &update_by(old, new, who.0),
+            &config,
+            "finalizer-protected",
+            who.1,
+        );
+    }
+}
+
 #[test]
 fn finalizer_kept_passes() {
     let old = lb().finalizer("service.k8s.alibaba/resources");

@@ -186,10 +186,15 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) {
     else {
         return;
     };
-    let Err(conflicts) = app
-        .cluster
-        .reserve(crate::engine::Svc(svc), crate::cluster::RESERVATION_TTL)
-    else {
+    let tolerate = match (&input.operation, &input.old_object) {
+        (Operation::Update, Some(old)) => app.cluster.clashes(crate::engine::Svc(old)),
+        _ => Vec::new(),
+    };
+    let Err(conflicts) = app.cluster.reserve(
+        crate::engine::Svc(svc),
+        crate::cluster::RESERVATION_TTL,
+        &tolerate,
+    ) else {
         return;
     };
     let action = app.config.action_for("listener-port-unique", Action::Deny);
