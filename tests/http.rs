@@ -607,3 +607,89 @@ async fn report_is_served_on_the_metrics_port() {
     assert_eq!(v["summary"]["checked"], 0);
     assert!(v["generatedAt"].as_u64().unwrap() > 0);
 }
+
+#[tokio::test]
+async fn malformed_reviews_never_get_a_5xx() {
+    let s = TestServer::start("").await;
+    let base = fixture("review-create.json");
+    let with = |f: &dyn Fn(&mut Value)| {
+        let mut v = base.clone();
+        f(&mut v);
+        serde_json::to_vec(&v).unwrap()
+    };
+    let deep = format!("{}{}", "[".repeat(100_000), "]".repeat(100_000)).into_bytes();
+    let cases: Vec<(&str, Vec<u8>, u16, &str)> = vec![
+        ("empty body", vec![], 400, "not JSON"),
+        ("not utf-8", vec![0xff, 0xfe, 0x00], 400, "not JSON"),
+        ("deep nesting", deep, 400, "not JSON"),
+        (
+            "request is an array",
+            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":[]}"#
+                .to_vec(),
+            400,
+            "no request",
+        ),
+        (
+            "uid is a number",
+            with(&|v| v["request"]["uid"] = json!(5)),
+            400,
+            "no uid",
+        ),
+        (
+            "no kind in request",
+            with(&|v| {
+                v["request"].as_object_mut().unwrap().remove("kind");
+            }),
+            200,
+            "cannot read the request",
+        ),
+        (
+            "unknown operation",
+            with(&|v| v["request"]["operation"] = json!("FOO")),
+            200,
+            "unknown operation",
+        ),
+        (
+            "object is a string",
+            with(&|v| v["request"]["object"] = json!("svc")),
+            200,
+            "request.object",
+        ),
+        (
+            "port is a word",
+            with(&|v| v["request"]["object"]["spec"]["ports"][0]["port"] = json!("eighty")),
+            200,
+            "request.object.spec.ports[0].port",
+        ),
+        (
+            "annotations is a list",
+            with(&|v| v["request"]["object"]["metadata"]["annotations"] = json!(["a"])),
+            200,
+            "request.object.metadata.annotations",
+        ),
+        (
+            "CREATE without object",
+            with(&|v| v["request"]["object"] = Value::Null),
+            200,
+            "CREATE request carries no object",
+        ),
+    ];
+    for (what, body, status, needle) in cases {
+        let r = s.client().request("POST", "/validate", body).await.unwrap();
+        assert_eq!(
+            r.status,
+            status,
+            "{what}: {}",
+            String::from_utf8_lossy(&r.body)
+        );
+        let text = String::from_utf8_lossy(&r.body);
+        assert!(text.contains(needle), "{what}: {text}");
+        if status == 200 {
+            let resp = r.review();
+            assert_eq!(resp["allowed"], false, "{what}");
+            assert_eq!(resp["uid"], base["request"]["uid"], "{what}");
+        }
+    }
+    // Still serving.
+    assert_eq!(s.client().get("/healthz").await.status, 200);
+}
