@@ -89,7 +89,18 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
             }
             Ok(Ok(b)) => b,
         };
-    let answer = match answer(&app, endpoint, &bytes) {
+    // One span per request, covering the evaluation; fields are recorded once parsed. The
+    // decision line repeats them so JSON logs carry them on the line itself.
+    let span = tracing::info_span!(
+        "admission",
+        endpoint = endpoint.as_str(),
+        uid = tracing::field::Empty,
+        namespace = tracing::field::Empty,
+        name = tracing::field::Empty,
+        operation = tracing::field::Empty,
+        dry_run = tracing::field::Empty,
+    );
+    let answer = match span.in_scope(|| answer(&app, endpoint, &bytes)) {
         Ok(a) => a,
         Err(Reject(message)) => return bad_request(StatusCode::BAD_REQUEST, message),
     };
@@ -112,18 +123,19 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
             endpoint: endpoint.as_str(),
         })
         .observe(elapsed.as_secs_f64());
-    tracing::info!(
-        endpoint = endpoint.as_str(),
-        uid = %answer.response.uid,
-        namespace = %answer.namespace,
-        name = %answer.name,
-        operation = answer.operation,
-        dry_run = answer.dry_run,
-        verdict,
-        rules = ?answer.rules,
-        latency_us = elapsed.as_micros() as u64,
-        "admission decision"
-    );
+    span.in_scope(|| {
+        tracing::info!(
+            uid = %answer.response.uid,
+            namespace = %answer.namespace,
+            name = %answer.name,
+            operation = answer.operation,
+            dry_run = answer.dry_run,
+            verdict,
+            rules = ?answer.rules,
+            latency_us = elapsed.as_micros() as u64,
+            "admission decision"
+        )
+    });
     Json(encode_review(answer.response)).into_response()
 }
 
@@ -387,6 +399,12 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
     if let Some(name) = req.name.filter(|n| !n.is_empty()) {
         input.name = name;
     }
+    let span = tracing::Span::current();
+    span.record("uid", uid.as_str());
+    span.record("namespace", input.namespace.as_str());
+    span.record("name", input.name.as_str());
+    span.record("operation", input.operation.as_str());
+    span.record("dry_run", input.dry_run);
     let mut response = allowed(uid.clone());
     let config = &app.config;
     let snapshot = app.inventory.as_ref().map(|s| s.snapshot());
