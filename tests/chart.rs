@@ -507,3 +507,36 @@ fn wrong_values_fail_at_install_time() {
         json!({"ok": true})
     );
 }
+
+#[test]
+fn schema_knows_exactly_the_registered_rule_ids() {
+    let schema: Value = serde_json::from_str(
+        &std::fs::read_to_string(format!("{CHART}/values.schema.json")).unwrap(),
+    )
+    .unwrap();
+    let mut listed: Vec<String> = serde_json::from_value(
+        schema["properties"]["config"]["properties"]["rules"]["propertyNames"]["enum"].clone(),
+    )
+    .unwrap();
+    let mut registered: Vec<String> = lbguard::rules::registry()
+        .iter()
+        .map(|r| r.id.to_string())
+        .collect();
+    listed.sort();
+    registered.sort();
+    assert_eq!(
+        listed, registered,
+        "regenerate the rule id enum in values.schema.json"
+    );
+    let out = helm(
+        "schema",
+        &json!({"config": {"rules": {"lb-id-imutable": "off"}}}),
+    );
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or("")
+            .contains("lb-id-imutable"),
+        "{out}"
+    );
+}
