@@ -219,7 +219,7 @@ mod tests {
         let readme = include_str!("../../README.md");
         assert!(
             readme.contains(&markdown_table()),
-            "README rule table is stale: regenerate it with `lbguard rules --markdown`"
+            "README rule table is stale: run scripts/rules-table"
         );
     }
 
