@@ -57,6 +57,9 @@ pub struct Config {
     pub defaults: Defaults,
     pub inventory: InventoryConfig,
     pub audit: AuditConfig,
+    /// Annotation names (without the provider prefix) to accept besides lbguard's catalog,
+    /// for `unknown-annotation`.
+    pub known_annotations: BTreeMap<Provider, Vec<String>>,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

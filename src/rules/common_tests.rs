@@ -356,3 +356,11 @@ fn deletion_protection_by_label() {
     );
     expect(&delete(lb()), &config, "deletion-protection", Pass);
 }
+
+#[test]
+fn config_can_add_known_annotations() {
+    let s = lb().pa(Ctyun, "listener-idle-timeout", "60");
+    expect(&create(s.clone()), &cfg(NONE), "unknown-annotation", Warn);
+    let config = cfg("knownAnnotations:\n  ctyun: [listener-idle-timeout]\n");
+    expect(&create(s), &config, "unknown-annotation", Pass);
+}
