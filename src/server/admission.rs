@@ -252,6 +252,8 @@ struct RawUser {
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
 struct ReviewRequest<'a> {
+    #[serde(default)]
+    uid: Option<String>,
     kind: Gvk,
     #[serde(default)]
     name: Option<String>,
@@ -330,11 +332,19 @@ fn allowed(uid: String) -> AdmissionResponse {
 fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Reject> {
     let env: Envelope =
         serde_json::from_slice(bytes).map_err(|e| Reject(format!("body is not JSON: {e}")))?;
-    let uid = env
+    // One pass over the request; the uid alone is dug out only when that pass fails, so
+    // even a broken request gets an answer it can be matched to.
+    let parsed = env
         .request
-        .and_then(|r| serde_json::from_str::<UidOnly>(r.get()).ok())
-        .and_then(|u| u.uid)
-        .filter(|u| !u.is_empty());
+        .map(|r| serde_json::from_str::<ReviewRequest>(r.get()));
+    let uid = match &parsed {
+        Some(Ok(r)) => r.uid.clone(),
+        _ => env
+            .request
+            .and_then(|r| serde_json::from_str::<UidOnly>(r.get()).ok())
+            .and_then(|u| u.uid),
+    }
+    .filter(|u| !u.is_empty());
     let text = |v: &Option<Value>| v.as_ref().and_then(Value::as_str).unwrap_or("").to_string();
     let (api_version, kind) = (text(&env.api_version), text(&env.kind));
     if kind != "AdmissionReview" || api_version != "admission.k8s.io/v1" {
@@ -345,18 +355,19 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
             ),
         );
     }
-    let Some(raw) = env
+    if !env
         .request
-        .filter(|r| r.get().trim_start().starts_with('{'))
-    else {
+        .is_some_and(|r| r.get().trim_start().starts_with('{'))
+    {
         return refuse(None, "AdmissionReview has no request".into());
-    };
+    }
     let Some(uid) = uid else {
         return refuse(None, "AdmissionReview request has no uid".into());
     };
-    let req: ReviewRequest = match serde_json::from_str(raw.get()) {
-        Ok(r) => r,
-        Err(e) => return refuse(Some(&uid), format!("cannot read the request: {e}")),
+    let req = match parsed {
+        Some(Ok(r)) => r,
+        Some(Err(e)) => return refuse(Some(&uid), format!("cannot read the request: {e}")),
+        None => return refuse(None, "AdmissionReview has no request".into()),
     };
     if !req.kind.group.is_empty() || req.kind.kind != "Service" {
         // Not ours: allow at once, whatever it is.
