@@ -7,6 +7,7 @@ use crate::engine::version::KubeVersion;
 use crate::engine::{Ctx, Findings, Svc, annotation_field};
 use crate::providers::alibaba::port_names;
 use crate::rules::common::{VersionOf, ccm_only, duplicates, require_version};
+use crate::rules::listeners::protocol_entries;
 use crate::rules::{Rule, rule};
 
 /// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
@@ -346,29 +347,6 @@ fn system_annotations_reserved(ctx: &Ctx, cat: &'static Catalog, out: &mut Findi
             }
         }
     }
-}
-
-/// One `proto:port` entry: protocol, port (if a valid number) and the entry as written.
-type Entry<'a> = (&'a str, Option<i32>, &'a str);
-
-/// Parsed `elb.protocol-port` entries; malformed entries are returned separately.
-fn protocol_entries(value: &str) -> (Vec<Entry<'_>>, Vec<&str>) {
-    let mut ok = Vec::new();
-    let mut bad = Vec::new();
-    for entry in value.split(',').map(str::trim) {
-        match entry.split_once(':') {
-            Some((proto, port)) => ok.push((
-                proto,
-                port.trim()
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|p| (1..=65535).contains(p)),
-                entry,
-            )),
-            None => bad.push(entry),
-        }
-    }
-    (ok, bad)
 }
 
 fn layer7(cat: &Catalog, svc: Svc) -> bool {

@@ -89,6 +89,30 @@ pub static RULES: &[Rule] = &[
     ),
 ];
 
+/// One `proto:port` entry: protocol, port (if a number from 1 to 65535), the entry as written.
+pub type Entry<'a> = (&'a str, Option<i32>, &'a str);
+
+/// Parses a `protocol-port` value (`proto:port[,proto:port...]`, Huawei's and Alibaba's
+/// format); entries without a colon come back separately.
+pub fn protocol_entries(value: &str) -> (Vec<Entry<'_>>, Vec<&str>) {
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for entry in value.split(',').map(str::trim) {
+        match entry.split_once(':') {
+            Some((proto, port)) => ok.push((
+                proto.trim(),
+                port.trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|p| (1..=65535).contains(p)),
+                entry,
+            )),
+            None => bad.push(entry),
+        }
+    }
+    (ok, bad)
+}
+
 /// The listener ports a Service asks for: (port, family, listener protocol). Huawei's and
 /// Alibaba's `protocol-port` name the listener protocol per port; otherwise the spec's.
 pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, &'static str)> {
@@ -96,12 +120,10 @@ pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, &'static str
         Provider::Huawei | Provider::Alibaba => cat
             .get(svc, "protocol-port")
             .map(|a| {
-                a.value
-                    .split(',')
-                    .filter_map(|e| {
-                        let (p, port) = e.trim().split_once(':')?;
-                        Some((port.trim().parse().ok()?, p.trim().to_ascii_uppercase()))
-                    })
+                protocol_entries(a.value)
+                    .0
+                    .into_iter()
+                    .filter_map(|(proto, port, _)| Some((port?, proto.to_ascii_uppercase())))
                     .collect()
             })
             .unwrap_or_default(),
