@@ -57,6 +57,8 @@ pub struct Config {
     pub defaults: Defaults,
     pub inventory: InventoryConfig,
     pub audit: AuditConfig,
+    /// Listener claims in the API server (the cross-replica lock of `listener-port-unique`).
+    pub claims: ClaimsConfig,
     /// Annotation names (without the provider prefix) to accept besides lbguard's catalog,
     /// for `unknown-annotation`.
     pub known_annotations: BTreeMap<Provider, Vec<String>>,
@@ -78,6 +80,49 @@ impl Default for AuditConfig {
             events: false,
         }
     }
+}
+
+/// Listener claims: one Lease per (load balancer, protocol family, port) in lbguard's
+/// namespace. Only taken by `serve` with a cluster; `check` and `--standalone` never do.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct ClaimsConfig {
+    pub enabled: bool,
+    /// Where the Leases live; default: `POD_NAMESPACE`, then the client's namespace.
+    pub namespace: Option<String>,
+    /// Time budget for taking an admission's claims (well inside the webhook timeout).
+    pub timeout: Seconds,
+    /// What an admission gets when the claims cannot be recorded in time.
+    pub on_error: OnClaimError,
+    /// How long a claim whose Service the cluster does not show is kept before another
+    /// Service may take it over.
+    pub grace: Seconds,
+    /// How often stale claims are collected.
+    pub gc_interval: Seconds,
+}
+
+impl Default for ClaimsConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            namespace: None,
+            timeout: Seconds(std::time::Duration::from_secs(2)),
+            on_error: OnClaimError::Deny,
+            grace: Seconds(std::time::Duration::from_secs(60)),
+            gc_interval: Seconds(std::time::Duration::from_secs(60)),
+        }
+    }
+}
+
+/// What an admission that needs claims gets when the API server cannot record them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnClaimError {
+    /// Deny; the message says the request can be retried.
+    #[default]
+    Deny,
+    /// Allow with a warning (the cross-replica guarantee is lost for this admission).
+    Allow,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -311,6 +356,15 @@ impl Config {
                 "defaults.huaweiElbClass: \"{c}\" is not one of union, performance"
             ));
         }
+        if self.claims.timeout.0.is_zero() {
+            problems.push("claims.timeout: must be more than 0".into());
+        }
+        if self.claims.timeout.0 >= std::time::Duration::from_secs(10) {
+            problems.push(format!(
+                "claims.timeout: {} ms leaves no room inside the webhook timeout (at most 30 s, 5 s in the chart); use a few seconds",
+                self.claims.timeout.0.as_millis()
+            ));
+        }
         if self.quotas.listeners_per_load_balancer == 0 {
             problems.push("quotas.listenersPerLoadBalancer: must be at least 1".into());
         }
@@ -393,6 +447,26 @@ inventory:
         .to_string();
         assert!(e.contains("no-such-rule"), "{e}");
         assert!(e.contains("cluster.version"), "{e}");
+    }
+
+    #[test]
+    fn claims_defaults_and_overrides() {
+        let c = Config::default();
+        assert!(c.claims.enabled);
+        assert_eq!(c.claims.timeout.0, std::time::Duration::from_secs(2));
+        assert_eq!(c.claims.grace.0, std::time::Duration::from_secs(60));
+        assert_eq!(c.claims.on_error, OnClaimError::Deny);
+        let c = Config::parse(
+            "claims:\n  onError: allow\n  timeout: 500ms\n  namespace: guard\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.claims.on_error, OnClaimError::Allow);
+        assert_eq!(c.claims.timeout.0, std::time::Duration::from_millis(500));
+        assert_eq!(c.claims.namespace.as_deref(), Some("guard"));
+        let e = Config::parse("claims:\n  timeout: 30s\n", "t").unwrap_err();
+        assert!(e.to_string().contains("claims.timeout"), "{e}");
+        assert!(Config::parse("claims:\n  onError: maybe\n", "t").is_err());
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! lbguard: a Kubernetes admission webhook for `type: LoadBalancer` Services.
 #![forbid(unsafe_code)]
 
+pub mod claims;
 pub mod cli;
 pub mod cluster;
 pub mod config;

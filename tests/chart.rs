@@ -11,7 +11,7 @@ use k8s_openapi::api::admissionregistration::v1::{
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
 use k8s_openapi::api::policy::v1::PodDisruptionBudget;
-use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding};
+use k8s_openapi::api::rbac::v1::{ClusterRole, ClusterRoleBinding, Role, RoleBinding};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -92,6 +92,8 @@ fn every_object_parses(r: &Rendered) {
             "PodDisruptionBudget" => parse::<PodDisruptionBudget>(o),
             "ClusterRole" => parse::<ClusterRole>(o),
             "ClusterRoleBinding" => parse::<ClusterRoleBinding>(o),
+            "Role" => parse::<Role>(o),
+            "RoleBinding" => parse::<RoleBinding>(o),
             "ValidatingWebhookConfiguration" => parse::<ValidatingWebhookConfiguration>(o),
             "MutatingWebhookConfiguration" => parse::<MutatingWebhookConfiguration>(o),
             // cert-manager's kinds have no k8s-openapi type: check their shape.
@@ -478,6 +480,66 @@ fn rbac_is_least_privilege() {
             "networking.k8s.io/ingresses:get,list,watch",
         ]
     );
+}
+
+#[test]
+fn listener_claims_get_a_namespaced_role_and_nothing_cluster_wide() {
+    let r = render(json!({}));
+    let role: Role = r.one("Role");
+    assert_eq!(role.metadata.namespace.as_deref(), Some("lbguard-system"));
+    let rules = role.rules.unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        rules[0].api_groups.as_deref(),
+        Some(&["coordination.k8s.io".to_string()][..])
+    );
+    assert_eq!(
+        rules[0].resources.as_deref(),
+        Some(&["leases".to_string()][..])
+    );
+    assert_eq!(
+        rules[0].verbs,
+        ["get", "list", "watch", "create", "update", "delete"]
+    );
+    let binding: RoleBinding = r.one("RoleBinding");
+    assert_eq!(
+        binding.metadata.namespace.as_deref(),
+        Some("lbguard-system")
+    );
+    assert_eq!(binding.role_ref.kind, "Role");
+    assert_eq!(binding.role_ref.name, role.metadata.name.unwrap());
+    let sa: ServiceAccount = r.one("ServiceAccount");
+    let subject = &binding.subjects.unwrap()[0];
+    assert_eq!(Some(&subject.name), sa.metadata.name.as_ref());
+    // No lease access through the ClusterRole.
+    let cluster_role: ClusterRole = r.one("ClusterRole");
+    assert!(cluster_role.rules.unwrap().iter().all(|rule| {
+        !rule
+            .resources
+            .clone()
+            .unwrap_or_default()
+            .contains(&"leases".to_string())
+    }));
+    // The pod knows its namespace, where the claims live.
+    let d: Deployment = r.one("Deployment");
+    let env = d.spec.unwrap().template.spec.unwrap().containers[0]
+        .env
+        .clone()
+        .unwrap();
+    let ns = env.iter().find(|e| e.name == "POD_NAMESPACE").unwrap();
+    assert_eq!(
+        ns.value_from
+            .as_ref()
+            .unwrap()
+            .field_ref
+            .as_ref()
+            .unwrap()
+            .field_path,
+        "metadata.namespace"
+    );
+    // Claims off: no Role at all.
+    let off = render(json!({"config": {"claims": {"enabled": false}}}));
+    assert!(off.kind("Role").is_empty() && off.kind("RoleBinding").is_empty());
 }
 
 #[test]

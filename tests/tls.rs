@@ -167,6 +167,7 @@ async fn a_bad_first_certificate_stops_the_start() {
         shutdown_grace: Duration::from_secs(1),
         request_timeout: Duration::from_secs(1),
         client: None,
+        claims_client: None,
     };
     let err = lbguard::server::start(opts, std::future::pending())
         .await

@@ -275,12 +275,26 @@ struct Health {
     broken_since: Option<Instant>,
 }
 
+/// Called with a cached LoadBalancer Service's old projection and what replaced it
+/// (`None` when it is gone), after every change the watch shows.
+pub type ChangeHook = Box<dyn Fn(&Service, Option<&Service>) + Send + Sync>;
+
 /// The cache behind the cluster rules.
-#[derive(Debug)]
 pub struct ClusterState {
     choice: ProviderChoice,
     inner: RwLock<Inner>,
     health: Mutex<Health>,
+    on_change: std::sync::OnceLock<ChangeHook>,
+}
+
+impl std::fmt::Debug for ClusterState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClusterState")
+            .field("choice", &self.choice)
+            .field("inner", &self.inner)
+            .field("health", &self.health)
+            .finish_non_exhaustive()
+    }
 }
 
 /// How long an admitted Service holds its ports before the watch must have shown it.
@@ -292,6 +306,24 @@ impl ClusterState {
             choice,
             inner: RwLock::new(Inner::default()),
             health: Mutex::new(Health::default()),
+            on_change: std::sync::OnceLock::new(),
+        }
+    }
+
+    /// Installs the hook told of every change to a cached LoadBalancer Service (once).
+    pub fn on_change(&self, hook: ChangeHook) {
+        let _ = self.on_change.set(hook);
+    }
+
+    /// The cached projection of `key`, rebuilt, when a change hook wants it.
+    fn old_for_hook(&self, inner: &Inner, key: &Key) -> Option<Service> {
+        self.on_change.get()?;
+        inner.services.get(key).map(SvcProj::to_service)
+    }
+
+    fn changed(&self, old: Option<Service>, new: Option<&Service>) {
+        if let (Some(hook), Some(old)) = (self.on_change.get(), old) {
+            hook(&old, new);
         }
     }
 
@@ -312,9 +344,12 @@ impl ClusterState {
             Vec::new()
         };
         let mut inner = self.write();
+        let old = self.old_for_hook(&inner, &key);
         inner.drop_reservation(&key);
         inner.remove_service(&key);
         if !Svc(s).is_lb() {
+            drop(inner);
+            self.changed(old, Some(s));
             return;
         }
         // One allocation per name, shared by the key, the projection and the index.
@@ -331,13 +366,25 @@ impl ClusterState {
             inner.lbs.entry((p, id.into())).or_default().push(user);
         }
         inner.services.insert((namespace, name), proj);
+        drop(inner);
+        self.changed(old, Some(s));
     }
 
     pub fn delete_service(&self, s: &Service) {
         let key = key_of(s.metadata.namespace.as_deref(), s.metadata.name.as_deref());
         let mut inner = self.write();
+        let old = self.old_for_hook(&inner, &key);
         inner.drop_reservation(&key);
         inner.remove_service(&key);
+        drop(inner);
+        self.changed(old, None);
+    }
+
+    /// Drops this replica's in-memory hold on a Service's ports (its admission was denied
+    /// after all).
+    pub fn unreserve(&self, namespace: &str, name: &str) {
+        self.write()
+            .drop_reservation(&key_of(Some(namespace), Some(name)));
     }
 
     /// A relist replaced every Service (watch `Init` … `InitDone`).
@@ -457,8 +504,14 @@ impl ClusterState {
             .filter(|k| !keep.contains(*k))
             .cloned()
             .collect();
+        let mut olds = Vec::new();
         for k in gone {
+            olds.extend(self.old_for_hook(&inner, &k));
             inner.remove_service(&k);
+        }
+        drop(inner);
+        for old in olds {
+            self.changed(Some(old), None);
         }
     }
 

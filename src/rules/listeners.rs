@@ -13,7 +13,7 @@ use crate::engine::{Ctx, Findings, Svc, annotation_field};
 use crate::inventory::{Family, protocol_family};
 use crate::providers::{Catalog, Provider};
 
-const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
+pub const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
 const HUAWEI: &[Provider] = &[Provider::Huawei];
 
 pub static RULES: &[Rule] = &[

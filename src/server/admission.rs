@@ -58,6 +58,8 @@ struct Answer {
     namespace: String,
     name: String,
     dry_run: bool,
+    /// Listener claims to take before the allowed answer goes out.
+    claims: Vec<crate::claims::ClaimKey>,
 }
 
 async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
@@ -100,10 +102,16 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
         operation = tracing::field::Empty,
         dry_run = tracing::field::Empty,
     );
-    let answer = match span.in_scope(|| answer(&app, endpoint, &bytes)) {
+    let mut answer = match span.in_scope(|| answer(&app, endpoint, &bytes)) {
         Ok(a) => a,
         Err(Reject(message)) => return bad_request(StatusCode::BAD_REQUEST, message),
     };
+    if let (false, Some(claims)) = (answer.claims.is_empty(), &app.claims) {
+        let keys = std::mem::take(&mut answer.claims);
+        let holder = format!("{}/{}", answer.namespace, answer.name);
+        let outcome = claims.claim(&holder, &keys).await;
+        span.in_scope(|| apply_claims(&app, &mut answer, &keys, outcome));
+    }
     let elapsed = started.elapsed();
     let verdict = if answer.response.allowed {
         "allowed"
@@ -177,6 +185,7 @@ fn refuse(uid: Option<&str>, message: String) -> Result<Answer, Reject> {
                 namespace: String::new(),
                 name: String::new(),
                 dry_run: false,
+                claims: vec![],
             })
         }
         None => Err(Reject(message)),
@@ -378,6 +387,7 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
             namespace: String::new(),
             name: String::new(),
             dry_run: false,
+            claims: vec![],
         });
     }
     let operation = match req.operation.as_str() {
@@ -424,10 +434,12 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
         None => &EmptyInventory,
     };
     let mut rules = Vec::new();
+    let mut claims = Vec::new();
     match endpoint {
         Endpoint::Validate => {
             let mut verdict = evaluate(&input, config, &app.versions, &*app.cluster, inventory);
             hold_ports(app, &input, &mut verdict);
+            claims = claims_needed(app, &input, &verdict);
             for v in &verdict.violations {
                 app.metrics
                     .violations
@@ -500,5 +512,106 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
         namespace: input.namespace,
         name: input.name,
         dry_run: input.dry_run,
+        claims,
     })
+}
+
+/// The listener claims an allowed admission must take: none for dry runs, exempt requests,
+/// denials, load balancers the CCM creates (no id annotation), or ports the live object
+/// already held.
+fn claims_needed(app: &AppState, input: &Input, verdict: &Verdict) -> Vec<crate::claims::ClaimKey> {
+    let admitting = matches!(input.operation, Operation::Create | Operation::Update);
+    if app.claims.is_none()
+        || !admitting
+        || input.dry_run
+        || !verdict.allowed()
+        || verdict.exempt.is_some()
+        || app.config.action_for("listener-port-unique", Action::Deny) == Action::Off
+    {
+        return Vec::new();
+    }
+    let Some(new) = input.object.as_ref() else {
+        return Vec::new();
+    };
+    let old = match input.operation {
+        Operation::Update => input.old_object.as_ref().map(crate::engine::Svc),
+        _ => None,
+    };
+    crate::claims::wanted(app.config.provider, crate::engine::Svc(new), old)
+}
+
+/// Turns a failed claim into the answer: a holder is a `listener-port-unique` finding; an
+/// unreachable API server follows `claims.onError`.
+fn apply_claims(
+    app: &AppState,
+    answer: &mut Answer,
+    keys: &[crate::claims::ClaimKey],
+    outcome: Result<(), crate::claims::ClaimError>,
+) {
+    use crate::claims::ClaimError;
+    use crate::config::OnClaimError;
+    const RULE: &str = "listener-port-unique";
+    let (action, messages) = match outcome {
+        Ok(()) => return,
+        Err(ClaimError::Held(held)) => (
+            app.config.action_for(RULE, Action::Deny),
+            held.iter()
+                .map(|(key, holder)| {
+                    format!(
+                        "[{RULE}] {} is held by {holder} (its claim was recorded by another lbguard replica or request); use another port or another load balancer",
+                        key.describe()
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Err(ClaimError::Unavailable(e)) => {
+            let ports: Vec<String> = keys.iter().map(|k| k.describe()).collect();
+            match app.config.claims.on_error {
+                OnClaimError::Deny => (
+                    Action::Deny,
+                    vec![format!(
+                        "[{RULE}] the listener claim for {} could not be recorded in the API server ({e}); nothing was changed, retry the request",
+                        ports.join(", ")
+                    )],
+                ),
+                OnClaimError::Allow => (
+                    Action::Warn,
+                    vec![format!(
+                        "[{RULE}] the listener claim for {} could not be recorded ({e}); admitted without the cross-replica port check",
+                        ports.join(", ")
+                    )],
+                ),
+            }
+        }
+    };
+    app.metrics
+        .violations
+        .get_or_create(&super::metrics::ViolationLabels {
+            rule: RULE,
+            action: action.as_str(),
+        })
+        .inc();
+    if !answer.rules.contains(&RULE) {
+        answer.rules.push(RULE);
+    }
+    let response = &mut answer.response;
+    match action {
+        Action::Deny => {
+            app.cluster.unreserve(&answer.namespace, &answer.name);
+            *response =
+                std::mem::replace(response, allowed(String::new())).deny(messages.join("; "));
+            response.result.code = 403;
+            response.result.reason = "Forbidden".into();
+            response
+                .audit_annotations
+                .insert("denied-by".into(), RULE.into());
+        }
+        Action::Warn => {
+            response
+                .warnings
+                .get_or_insert_with(Vec::new)
+                .extend(messages);
+        }
+        Action::Off => {}
+    }
 }

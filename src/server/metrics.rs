@@ -56,6 +56,7 @@ pub struct Metrics {
     pub cached_services: Gauge,
     pub audit_violations: Family<AuditLabels, Gauge>,
     pub reservation_conflicts: Counter,
+    pub claims: crate::claims::ClaimMetrics,
     registry: Registry,
 }
 
@@ -148,7 +149,39 @@ impl Metrics {
             "Admissions denied because a concurrent admission took the same listener port",
             reservation_conflicts.clone(),
         );
+        let claims = crate::claims::ClaimMetrics::default();
+        registry.register(
+            "claims_held",
+            "Listener claims (Leases) in the API server, as of the last collection",
+            claims.held.clone(),
+        );
+        registry.register(
+            "claim_conflicts",
+            "Admissions denied because another Service holds a listener claim",
+            claims.conflicts.clone(),
+        );
+        registry.register(
+            "claim_errors",
+            "Admissions whose listener claims could not be recorded (API error or time budget)",
+            claims.errors.clone(),
+        );
+        registry.register(
+            "claim_takeovers",
+            "Stale listener claims taken over by a new holder",
+            claims.takeovers.clone(),
+        );
+        registry.register(
+            "claim_gc_deletions",
+            "Stale listener claims deleted by garbage collection",
+            claims.gc_deletions.clone(),
+        );
+        registry.register(
+            "claim_duration_seconds",
+            "Time to take an admission's listener claims",
+            claims.latency.clone(),
+        );
         Self {
+            claims,
             watch_errors,
             cache_age_seconds,
             cached_services,

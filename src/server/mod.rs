@@ -55,6 +55,8 @@ pub struct App {
     pub request_timeout: Duration,
     /// Config and TLS loaded, not shutting down.
     pub ready: AtomicBool,
+    /// Listener claims in the API server (with a cluster and `claims.enabled`).
+    pub claims: Option<Arc<crate::claims::Claims>>,
 }
 
 pub type AppState = Arc<App>;
@@ -70,8 +72,40 @@ impl App {
             inventory: None,
             request_timeout: REQUEST_TIMEOUT,
             ready: AtomicBool::new(false),
+            claims: None,
         })
     }
+
+    /// Takes listener claims through `client` in `namespace`; releases them as this app's
+    /// cluster view sees ports go, and collects stale ones. Call before sharing the app.
+    pub fn enable_claims(self: &mut Arc<Self>, client: kube::Client, namespace: &str) {
+        let claims = Arc::new(crate::claims::Claims::new(
+            client,
+            namespace,
+            Arc::clone(&self.cluster),
+            self.config.claims.clone(),
+            self.metrics.claims.clone(),
+        ));
+        let released = crate::claims::watch_releases(&self.cluster, self.config.provider);
+        Arc::clone(&claims).spawn(released);
+        if let Some(app) = Arc::get_mut(self) {
+            app.claims = Some(claims);
+        }
+    }
+}
+
+/// Where claims live: config, then the pod's namespace (downward API), then the client's.
+pub fn claims_namespace(config: &Config, client: &kube::Client) -> String {
+    config
+        .claims
+        .namespace
+        .clone()
+        .or_else(|| {
+            std::env::var("POD_NAMESPACE")
+                .ok()
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| client.default_namespace().to_string())
 }
 
 async fn healthz() -> &'static str {
@@ -319,6 +353,9 @@ pub struct ServerOptions {
     pub request_timeout: Duration,
     /// A Kubernetes client: watches, `/version`, Events. `None` runs standalone.
     pub client: Option<kube::Client>,
+    /// Where listener claims are written when not through `client` (an in-memory API in
+    /// tests and the benchmark).
+    pub claims_client: Option<kube::Client>,
 }
 
 /// A running server: its addresses and the task that ends when it has shut down.
@@ -382,6 +419,13 @@ pub async fn start(
     if let Some(a) = Arc::get_mut(&mut app) {
         a.request_timeout = opts.request_timeout;
         a.inventory = inventory;
+    }
+    if let Some(client) = opts.claims_client.as_ref().or(opts.client.as_ref())
+        && app.config.claims.enabled
+    {
+        let namespace = claims_namespace(&app.config, client);
+        tracing::info!(namespace = %namespace, "listener claims enabled");
+        app.enable_claims(client.clone(), &namespace);
     }
     if let Some(client) = &opts.client {
         let m = Arc::clone(&metrics);
@@ -547,6 +591,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             shutdown_grace: args.shutdown_grace,
             request_timeout: REQUEST_TIMEOUT,
             client,
+            claims_client: None,
         },
         sigterm(),
     )

@@ -56,6 +56,7 @@ pub struct Start {
     pub request_timeout: Duration,
     pub grace: Duration,
     pub client: Option<kube::Client>,
+    pub claims_client: Option<kube::Client>,
 }
 
 impl Default for Start {
@@ -66,6 +67,7 @@ impl Default for Start {
             request_timeout: Duration::from_secs(10),
             grace: Duration::from_secs(5),
             client: None,
+            claims_client: None,
         }
     }
 }
@@ -106,6 +108,7 @@ impl TestServer {
                 shutdown_grace: s.grace,
                 request_timeout: s.request_timeout,
                 client: s.client,
+                claims_client: s.claims_client,
             },
             async move {
                 let _ = rx.await;
