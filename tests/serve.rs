@@ -73,6 +73,21 @@ async fn dev_server_answers_and_stops_cleanly_on_sigterm() {
     }
     let review = answered.expect("server never became ready");
     assert_eq!(review["allowed"], true);
+    // A denial: decisions with findings are logged at info by default.
+    let mut bad = fixture("review-create.json");
+    bad["request"]["uid"] = "uid-denied".into();
+    common::set_annotations(
+        &mut bad,
+        "object",
+        &[(
+            "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type",
+            "Internet",
+        )],
+    );
+    assert_eq!(
+        client.post("/validate", &bad).await.review()["allowed"],
+        false
+    );
 
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
@@ -86,8 +101,11 @@ async fn dev_server_answers_and_stops_cleanly_on_sigterm() {
         logs.contains("\"message\":\"admission decision\""),
         "{logs}"
     );
+    assert!(logs.contains("\"uid\":\"uid-denied\""), "{logs}");
+    assert!(logs.contains("address-type-value"), "{logs}");
+    // A clean allow goes to debug unless --log-decisions all.
     assert!(
-        logs.contains("\"uid\":\"71ddba55-333c-4667-a11e-77a2fcb96919\""),
+        !logs.contains("\"uid\":\"71ddba55-333c-4667-a11e-77a2fcb96919\""),
         "{logs}"
     );
     assert!(logs.contains("running standalone"), "{logs}");

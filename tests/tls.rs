@@ -168,6 +168,7 @@ async fn a_bad_first_certificate_stops_the_start() {
         request_timeout: Duration::from_secs(1),
         client: None,
         claims_client: None,
+        log_decisions: Default::default(),
     };
     let err = lbguard::server::start(opts, std::future::pending())
         .await

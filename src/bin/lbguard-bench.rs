@@ -55,6 +55,17 @@ enum Cmd {
         #[arg(long, hide = true)]
         one: Option<usize>,
     },
+    /// A bare hyper + rustls server (no axum, metrics or logs) that parses each review into
+    /// a `serde_json::Value` and answers "allowed": the floor `scripts/bench-http` compares
+    /// lbguard with.
+    Baseline {
+        #[arg(long, default_value = "127.0.0.1:8444")]
+        addr: std::net::SocketAddr,
+        #[arg(long)]
+        tls_cert: std::path::PathBuf,
+        #[arg(long)]
+        tls_key: std::path::PathBuf,
+    },
     /// The cost of listener claims per admission.
     Claims {
         /// Admissions timed per case.
@@ -185,6 +196,23 @@ fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let cli = Cli::parse();
     match cli.command {
+        Cmd::Baseline {
+            addr,
+            tls_cert,
+            tls_key,
+        } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            match runtime.block_on(bare::run(addr, &tls_cert, &tls_key)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("lbguard-bench baseline: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
         Cmd::Claims {
             requests,
             api_latency,
@@ -284,6 +312,65 @@ fn main() -> ExitCode {
                 }
             }
             ExitCode::SUCCESS
+        }
+    }
+}
+
+mod bare {
+    //! The floor: TLS, HTTP/1.1 keep-alive, one JSON parse and a tiny answer.
+
+    use std::convert::Infallible;
+    use std::path::Path;
+    use std::sync::Arc;
+
+    use axum::body::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use hyper::server::conn::http1;
+    use hyper::service::service_fn;
+    use hyper_util::rt::TokioIo;
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use serde_json::{Value, json};
+    use tokio::net::TcpListener;
+
+    pub async fn run(addr: std::net::SocketAddr, cert: &Path, key: &Path) -> anyhow::Result<()> {
+        let certs: Vec<CertificateDer> =
+            CertificateDer::pem_file_iter(cert)?.collect::<Result<_, _>>()?;
+        let key = PrivateKeyDer::from_pem_file(key)?;
+        let mut tls = rustls::ServerConfig::builder()
+            .with_no_client_auth()
+            .with_single_cert(certs, key)?;
+        tls.alpn_protocols = vec![b"http/1.1".to_vec()];
+        let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(tls));
+        let listener = TcpListener::bind(addr).await?;
+        eprintln!("baseline serving on {}", listener.local_addr()?);
+        loop {
+            let (tcp, _) = listener.accept().await?;
+            let _ = tcp.set_nodelay(true);
+            let acceptor = acceptor.clone();
+            tokio::spawn(async move {
+                let Ok(stream) = acceptor.accept(tcp).await else {
+                    return;
+                };
+                let service = service_fn(|req: hyper::Request<hyper::body::Incoming>| async move {
+                    let body = req.into_body().collect().await.map(|b| b.to_bytes());
+                    let review: Value = body
+                        .ok()
+                        .and_then(|b| serde_json::from_slice(&b).ok())
+                        .unwrap_or(Value::Null);
+                    let answer = json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+                                        "response": {"uid": review["request"]["uid"], "allowed": true}});
+                    let mut resp = hyper::Response::new(Full::new(Bytes::from(answer.to_string())));
+                    resp.headers_mut().insert(
+                        "content-type",
+                        hyper::header::HeaderValue::from_static("application/json"),
+                    );
+                    Ok::<_, Infallible>(resp)
+                });
+                let _ = http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service)
+                    .await;
+            });
         }
     }
 }
@@ -643,6 +730,7 @@ mod http {
                 request_timeout: Duration::from_secs(10),
                 client: None,
                 claims_client: None,
+                log_decisions: Default::default(),
             },
             async move {
                 let _ = stop_rx.await;

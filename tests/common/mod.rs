@@ -109,6 +109,7 @@ impl TestServer {
                 request_timeout: s.request_timeout,
                 client: s.client,
                 claims_client: s.claims_client,
+                log_decisions: Default::default(),
             },
             async move {
                 let _ = rx.await;
