@@ -46,6 +46,31 @@ impl Rendered {
         assert_eq!(all.len(), 1, "expected one {kind}");
         serde_json::from_value(all[0].clone()).unwrap_or_else(|e| panic!("{kind}: {e}"))
     }
+
+    /// The one object of `kind` whose name ends with `suffix`.
+    fn named<T: for<'de> Deserialize<'de>>(&self, kind: &str, suffix: &str) -> T {
+        let all: Vec<&Value> = self
+            .kind(kind)
+            .into_iter()
+            .filter(|o| o["metadata"]["name"].as_str().unwrap().ends_with(suffix))
+            .collect();
+        assert_eq!(all.len(), 1, "expected one {kind} named *{suffix}");
+        serde_json::from_value(all[0].clone()).unwrap_or_else(|e| panic!("{kind}: {e}"))
+    }
+}
+
+/// A ClusterRole's grants as "group/resource:verbs", sorted.
+fn grants(role: &ClusterRole) -> Vec<String> {
+    let mut grants: Vec<String> = Vec::new();
+    for rule in role.rules.clone().unwrap_or_default() {
+        for g in rule.api_groups.unwrap_or_default() {
+            for res in rule.resources.clone().unwrap_or_default() {
+                grants.push(format!("{g}/{res}:{}", rule.verbs.join(",")));
+            }
+        }
+    }
+    grants.sort();
+    grants
 }
 
 fn render(values: Value) -> Rendered {
@@ -460,19 +485,10 @@ fn pods_are_hardened_spread_and_rolled_on_config_change() {
 
 #[test]
 fn rbac_is_least_privilege() {
-    let r = render(json!({}));
-    let role: ClusterRole = r.one("ClusterRole");
-    let mut grants: Vec<String> = Vec::new();
-    for rule in role.rules.unwrap() {
-        for g in rule.api_groups.unwrap_or_default() {
-            for res in rule.resources.clone().unwrap_or_default() {
-                grants.push(format!("{g}/{res}:{}", rule.verbs.join(",")));
-            }
-        }
-    }
-    grants.sort();
+    let r = render(json!({"metrics": {"secure": false}}));
+    assert_eq!(r.kind("ClusterRole").len(), 1);
     assert_eq!(
-        grants,
+        grants(&r.one("ClusterRole")),
         [
             "/nodes:get,list,watch",
             "/services:get,list,watch",
@@ -480,6 +496,49 @@ fn rbac_is_least_privilege() {
             "networking.k8s.io/ingresses:get,list,watch",
         ]
     );
+}
+
+#[test]
+fn secure_metrics_add_token_and_access_reviews_and_a_reader_role() {
+    let r = render(json!({}));
+    let role: ClusterRole = r.named("ClusterRole", "lbguard");
+    assert_eq!(
+        grants(&role),
+        [
+            "/nodes:get,list,watch",
+            "/services:get,list,watch",
+            "authentication.k8s.io/tokenreviews:create",
+            "authorization.k8s.io/subjectaccessreviews:create",
+            "events.k8s.io/events:create,patch",
+            "networking.k8s.io/ingresses:get,list,watch",
+        ]
+    );
+    let reader: ClusterRole = r.named("ClusterRole", "-metrics-reader");
+    let rules = reader.rules.unwrap();
+    assert_eq!(rules.len(), 1);
+    assert_eq!(
+        rules[0].non_resource_urls.as_deref(),
+        Some(&["/metrics".to_string(), "/report".to_string()][..])
+    );
+    assert_eq!(rules[0].verbs, ["get"]);
+    let args = |r: &Rendered| {
+        let d: Deployment = r.one("Deployment");
+        d.spec.unwrap().template.spec.unwrap().containers[0]
+            .args
+            .clone()
+            .unwrap()
+    };
+    assert!(args(&r).contains(&"--metrics-secure=true".to_string()));
+    let plain = render(json!({"metrics": {"secure": false}}));
+    assert!(args(&plain).contains(&"--metrics-secure=false".to_string()));
+    assert!(plain.kind("ClusterRole").iter().all(|o| {
+        !o["metadata"]["name"]
+            .as_str()
+            .unwrap()
+            .ends_with("-metrics-reader")
+    }));
+    let report = helm("lint", &json!({"metrics": {"secure": false}}));
+    assert_eq!(report["errors"], json!([]), "{report}");
 }
 
 #[test]
@@ -512,7 +571,7 @@ fn listener_claims_get_a_namespaced_role_and_nothing_cluster_wide() {
     let subject = &binding.subjects.unwrap()[0];
     assert_eq!(Some(&subject.name), sa.metadata.name.as_ref());
     // No lease access through the ClusterRole.
-    let cluster_role: ClusterRole = r.one("ClusterRole");
+    let cluster_role: ClusterRole = r.named("ClusterRole", "lbguard");
     assert!(cluster_role.rules.unwrap().iter().all(|rule| {
         !rule
             .resources

@@ -169,6 +169,8 @@ async fn a_bad_first_certificate_stops_the_start() {
         client: None,
         claims_client: None,
         log_decisions: Default::default(),
+        metrics_secure: false,
+        metrics_auth_client: None,
     };
     let err = lbguard::server::start(opts, std::future::pending())
         .await

@@ -731,6 +731,8 @@ mod http {
                 client: None,
                 claims_client: None,
                 log_decisions: Default::default(),
+                metrics_secure: false,
+                metrics_auth_client: None,
             },
             async move {
                 let _ = stop_rx.await;

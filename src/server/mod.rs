@@ -4,6 +4,7 @@ pub mod admission;
 pub mod devcert;
 pub mod events;
 pub mod metrics;
+pub mod metrics_auth;
 pub mod tls;
 
 use std::future::Future;
@@ -154,12 +155,20 @@ async fn report(State(app): State<AppState>) -> impl IntoResponse {
     axum::Json((**app.report.load()).clone())
 }
 
-/// The plain-HTTP metrics port: `/metrics` and the audit `/report`.
-pub fn metrics_router(app: AppState) -> Router {
-    Router::new()
+/// The metrics port: `/metrics` and the audit `/report`; with `auth`, every request must
+/// carry a bearer token allowed to `get` its path (TokenReview + SubjectAccessReview).
+pub fn metrics_router(app: AppState, auth: Option<Arc<metrics_auth::MetricsAuth>>) -> Router {
+    let router = Router::new()
         .route("/metrics", get(metrics_text))
         .route("/report", get(report))
-        .with_state(app)
+        .with_state(app);
+    match auth {
+        Some(auth) => router.layer(axum::middleware::from_fn_with_state(
+            auth,
+            metrics_auth::require,
+        )),
+        None => router,
+    }
 }
 
 impl App {
@@ -323,6 +332,11 @@ pub struct ServeArgs {
     /// mutations, refusals, exemptions; clean allows go to debug) or `all`.
     #[arg(long, value_enum, default_value_t = LogDecisions::Findings)]
     pub log_decisions: LogDecisions,
+    /// Serve `/metrics` and `/report` over HTTPS (the webhook's certificate) to callers whose
+    /// bearer token the API server accepts and who may `get` the path (RBAC on the
+    /// non-resource URL). The chart turns this on.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_secure: bool,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -373,6 +387,11 @@ pub struct ServerOptions {
     /// tests and the benchmark).
     pub claims_client: Option<kube::Client>,
     pub log_decisions: LogDecisions,
+    /// Serve the metrics port over TLS, for callers the API server authenticates and
+    /// authorizes (TokenReview, SubjectAccessReview).
+    pub metrics_secure: bool,
+    /// Where those reviews go when not through `client` (tests).
+    pub metrics_auth_client: Option<kube::Client>,
 }
 
 /// A running server: its addresses and the task that ends when it has shut down.
@@ -465,6 +484,16 @@ pub async fn start(
         .with_context(|| format!("binding {}", opts.addr))?;
     let addr = listener.local_addr()?;
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let metrics_auth = match (
+        opts.metrics_secure,
+        opts.metrics_auth_client.as_ref().or(opts.client.as_ref()),
+    ) {
+        (false, _) => None,
+        (true, Some(c)) => Some(metrics_auth::MetricsAuth::new(c.clone())),
+        (true, None) => anyhow::bail!(
+            "--metrics-secure needs a cluster to check callers' tokens (TokenReview, SubjectAccessReview); drop --standalone or use --metrics-secure=false"
+        ),
+    };
     let metrics_addr = match opts.metrics_addr {
         Some(a) => {
             let l = TcpListener::bind(a)
@@ -472,14 +501,27 @@ pub async fn start(
                 .with_context(|| format!("binding metrics {a}"))?;
             let bound = l.local_addr()?;
             let mut rx = stop_rx.clone();
-            let router = metrics_router(Arc::clone(&app));
-            tokio::spawn(async move {
-                let _ = axum::serve(l, router)
-                    .with_graceful_shutdown(async move {
-                        let _ = rx.wait_for(|s| *s).await;
-                    })
-                    .await;
-            });
+            let stop = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            let secure = metrics_auth.is_some();
+            let router = metrics_router(Arc::clone(&app), metrics_auth);
+            if secure {
+                let tls = tls::server_config(Arc::clone(&resolver));
+                let timeout = opts.request_timeout;
+                tokio::spawn(serve_tls(
+                    l,
+                    tls,
+                    router,
+                    stop,
+                    Duration::from_secs(1),
+                    timeout,
+                ));
+            } else {
+                tokio::spawn(async move {
+                    let _ = axum::serve(l, router).with_graceful_shutdown(stop).await;
+                });
+            }
             Some(bound)
         }
         None => None,
@@ -620,6 +662,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             client,
             claims_client: None,
             log_decisions: args.log_decisions,
+            metrics_secure: args.metrics_secure,
+            metrics_auth_client: None,
         },
         sigterm(),
     )

@@ -57,6 +57,8 @@ pub struct Start {
     pub grace: Duration,
     pub client: Option<kube::Client>,
     pub claims_client: Option<kube::Client>,
+    pub metrics_secure: bool,
+    pub metrics_auth_client: Option<kube::Client>,
 }
 
 impl Default for Start {
@@ -68,6 +70,8 @@ impl Default for Start {
             grace: Duration::from_secs(5),
             client: None,
             claims_client: None,
+            metrics_secure: false,
+            metrics_auth_client: None,
         }
     }
 }
@@ -110,6 +114,8 @@ impl TestServer {
                 client: s.client,
                 claims_client: s.claims_client,
                 log_decisions: Default::default(),
+                metrics_secure: s.metrics_secure,
+                metrics_auth_client: s.metrics_auth_client,
             },
             async move {
                 let _ = rx.await;
@@ -217,18 +223,30 @@ impl Client {
     }
 
     pub async fn request(&self, method: &str, path: &str, body: Vec<u8>) -> std::io::Result<Reply> {
+        self.request_with(method, path, &[], body).await
+    }
+
+    pub async fn request_with(
+        &self,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: Vec<u8>,
+    ) -> std::io::Result<Reply> {
         let stream = self.connect().await?;
         let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
             .await
             .map_err(std::io::Error::other)?;
         tokio::spawn(conn);
-        let req = Request::builder()
+        let mut req = Request::builder()
             .method(method)
             .uri(path)
             .header("host", "localhost")
-            .header("content-type", "application/json")
-            .body(Full::new(Bytes::from(body)))
-            .unwrap();
+            .header("content-type", "application/json");
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let req = req.body(Full::new(Bytes::from(body))).unwrap();
         let resp = send
             .send_request(req)
             .await
