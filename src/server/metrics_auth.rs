@@ -35,9 +35,12 @@ pub enum Decision {
     Forbidden(String),
 }
 
+/// Decisions by (token hash, path), with when they were made.
+type Cache = HashMap<(Vec<u8>, String), (Instant, Decision)>;
+
 pub struct MetricsAuth {
     client: Client,
-    cache: Mutex<HashMap<(Vec<u8>, String), (Instant, Decision)>>,
+    cache: Mutex<Cache>,
 }
 
 impl MetricsAuth {
@@ -70,7 +73,7 @@ impl MetricsAuth {
         Ok(decision)
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<(Vec<u8>, String), (Instant, Decision)>> {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Cache> {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
