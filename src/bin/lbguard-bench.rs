@@ -733,6 +733,8 @@ mod http {
                 log_decisions: Default::default(),
                 metrics_secure: false,
                 metrics_auth_client: None,
+                max_connections: lbguard::server::MAX_CONNECTIONS,
+                max_inflight: lbguard::server::MAX_INFLIGHT,
             },
             async move {
                 let _ = stop_rx.await;
@@ -752,8 +754,11 @@ mod http {
             lbguard::server::tls::server_config(resolver),
             router,
             std::future::pending(),
-            Duration::from_secs(1),
-            Duration::from_secs(10),
+            lbguard::server::Listen {
+                grace: Duration::from_secs(1),
+                request_timeout: Duration::from_secs(10),
+                max_connections: lbguard::server::MAX_CONNECTIONS,
+            },
         ));
 
         let mut roots = rustls::RootCertStore::empty();

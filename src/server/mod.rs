@@ -60,7 +60,14 @@ pub struct App {
     pub claims: Option<Arc<crate::claims::Claims>>,
     /// Which decisions are logged at info.
     pub log_decisions: LogDecisions,
+    /// Slots for admission requests being evaluated at once (`--max-inflight`).
+    pub inflight: Arc<tokio::sync::Semaphore>,
 }
+
+/// Default `--max-connections`.
+pub const MAX_CONNECTIONS: usize = 4096;
+/// Default `--max-inflight`.
+pub const MAX_INFLIGHT: usize = 256;
 
 pub type AppState = Arc<App>;
 
@@ -77,6 +84,7 @@ impl App {
             ready: AtomicBool::new(false),
             claims: None,
             log_decisions: LogDecisions::Findings,
+            inflight: Arc::new(tokio::sync::Semaphore::new(MAX_INFLIGHT)),
         })
     }
 
@@ -126,9 +134,14 @@ async fn readyz(State(app): State<AppState>) -> impl IntoResponse {
 
 /// The admission router, usable without sockets.
 pub fn router(app: AppState) -> Router {
+    // Admissions past `--max-inflight` wait for a slot (inside the API server's timeout)
+    // rather than fail; probes never wait behind them.
+    let limit =
+        tower::limit::GlobalConcurrencyLimitLayer::with_semaphore(Arc::clone(&app.inflight));
     Router::new()
         .route("/validate", post(admission::validate))
         .route("/mutate", post(admission::mutate_handler))
+        .route_layer(limit)
         .route("/healthz", get(healthz))
         .route("/readyz", get(readyz))
         // The handlers enforce BODY_LIMIT themselves, with a clear 413.
@@ -232,15 +245,29 @@ fn spawn_audit(app: AppState, client: Option<kube::Client>) {
     });
 }
 
+/// How a TLS listener treats its connections.
+#[derive(Debug, Clone, Copy)]
+pub struct Listen {
+    /// How long in-flight requests may take to finish after shutdown begins.
+    pub grace: Duration,
+    /// Longest time to receive a request's headers.
+    pub request_timeout: Duration,
+    /// Open connections at most; further ones wait in the kernel's accept queue.
+    pub max_connections: usize,
+}
+
+/// Request headers at most (HTTP/1 read buffer, HTTP/2 header list): the API server sends a
+/// few hundred bytes; anything near this is not an admission request.
+pub const MAX_HEADER_BYTES: usize = 64 * 1024;
+
 /// Accepts TLS connections until `shutdown` resolves, then lets in-flight requests finish
-/// for at most `grace`.
+/// for at most `listen.grace`.
 pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     shutdown: impl Future<Output = ()>,
-    grace: Duration,
-    request_timeout: Duration,
+    listen: Listen,
 ) {
     let acceptor = TlsAcceptor::from(tls);
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
@@ -248,13 +275,25 @@ pub async fn serve_tls(
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(request_timeout);
+        .header_read_timeout(listen.request_timeout)
+        .max_buf_size(MAX_HEADER_BYTES);
     builder
         .http2()
         .timer(TokioTimer::new())
+        .max_header_list_size(MAX_HEADER_BYTES as u32)
         .keep_alive_interval(Some(Duration::from_secs(30)));
+    let slots = Arc::new(tokio::sync::Semaphore::new(listen.max_connections.max(1)));
     tokio::pin!(shutdown);
     loop {
+        // A slot first: at the cap, new connections wait in the accept queue instead of
+        // taking memory and handshakes from the ones being served.
+        let slot = tokio::select! {
+            s = Arc::clone(&slots).acquire_owned() => match s {
+                Ok(s) => s,
+                Err(_) => break,
+            },
+            _ = &mut shutdown => break,
+        };
         tokio::select! {
             accepted = listener.accept() => {
                 let (tcp, _peer) = match accepted {
@@ -272,6 +311,7 @@ pub async fn serve_tls(
                 let builder = builder.clone();
                 let watcher = graceful.watcher();
                 tokio::spawn(async move {
+                    let _slot = slot;
                     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                         Ok(Ok(s)) => s,
                         Ok(Err(e)) => {
@@ -292,7 +332,7 @@ pub async fn serve_tls(
     drop(listener);
     tokio::select! {
         _ = graceful.shutdown() => tracing::info!("all connections closed"),
-        _ = tokio::time::sleep(grace) => tracing::warn!("shutdown grace period over; closing remaining connections"),
+        _ = tokio::time::sleep(listen.grace) => tracing::warn!("shutdown grace period over; closing remaining connections"),
     }
 }
 
@@ -337,6 +377,12 @@ pub struct ServeArgs {
     /// non-resource URL). The chart turns this on.
     #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
     pub metrics_secure: bool,
+    /// Open connections at most on the webhook port; more wait to be accepted.
+    #[arg(long, default_value_t = MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Admission requests evaluated at once; more wait for a slot.
+    #[arg(long, default_value_t = MAX_INFLIGHT)]
+    pub max_inflight: usize,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
@@ -392,6 +438,10 @@ pub struct ServerOptions {
     pub metrics_secure: bool,
     /// Where those reviews go when not through `client` (tests).
     pub metrics_auth_client: Option<kube::Client>,
+    /// Open connections at most, per port.
+    pub max_connections: usize,
+    /// Admission requests evaluated at once; more wait.
+    pub max_inflight: usize,
 }
 
 /// A running server: its addresses and the task that ends when it has shut down.
@@ -455,6 +505,7 @@ pub async fn start(
     if let Some(a) = Arc::get_mut(&mut app) {
         a.request_timeout = opts.request_timeout;
         a.log_decisions = opts.log_decisions;
+        a.inflight = Arc::new(tokio::sync::Semaphore::new(opts.max_inflight.max(1)));
         a.inventory = inventory;
     }
     if let Some(client) = opts.claims_client.as_ref().or(opts.client.as_ref())
@@ -508,15 +559,12 @@ pub async fn start(
             let router = metrics_router(Arc::clone(&app), metrics_auth);
             if secure {
                 let tls = tls::server_config(Arc::clone(&resolver));
-                let timeout = opts.request_timeout;
-                tokio::spawn(serve_tls(
-                    l,
-                    tls,
-                    router,
-                    stop,
-                    Duration::from_secs(1),
-                    timeout,
-                ));
+                let listen = Listen {
+                    grace: Duration::from_secs(1),
+                    request_timeout: opts.request_timeout,
+                    max_connections: 64,
+                };
+                tokio::spawn(serve_tls(l, tls, router, stop, listen));
             } else {
                 tokio::spawn(async move {
                     let _ = axum::serve(l, router).with_graceful_shutdown(stop).await;
@@ -529,7 +577,11 @@ pub async fn start(
     app.ready.store(true, Ordering::Release);
     let state = Arc::clone(&app);
     let tls = tls::server_config(resolver);
-    let (grace, request_timeout) = (opts.shutdown_grace, opts.request_timeout);
+    let listen = Listen {
+        grace: opts.shutdown_grace,
+        request_timeout: opts.request_timeout,
+        max_connections: opts.max_connections,
+    };
     let done = tokio::spawn(async move {
         let router = router(Arc::clone(&state));
         let stop = async move {
@@ -538,7 +590,7 @@ pub async fn start(
             state.ready.store(false, Ordering::Release);
             let _ = stop_tx.send(true);
         };
-        serve_tls(listener, tls, router, stop, grace, request_timeout).await;
+        serve_tls(listener, tls, router, stop, listen).await;
     });
     Ok(Running {
         addr,
@@ -664,6 +716,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             log_decisions: args.log_decisions,
             metrics_secure: args.metrics_secure,
             metrics_auth_client: None,
+            max_connections: args.max_connections,
+            max_inflight: args.max_inflight,
         },
         sigterm(),
     )

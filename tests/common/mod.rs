@@ -59,6 +59,8 @@ pub struct Start {
     pub claims_client: Option<kube::Client>,
     pub metrics_secure: bool,
     pub metrics_auth_client: Option<kube::Client>,
+    pub max_connections: usize,
+    pub max_inflight: usize,
 }
 
 impl Default for Start {
@@ -72,6 +74,8 @@ impl Default for Start {
             claims_client: None,
             metrics_secure: false,
             metrics_auth_client: None,
+            max_connections: lbguard::server::MAX_CONNECTIONS,
+            max_inflight: lbguard::server::MAX_INFLIGHT,
         }
     }
 }
@@ -116,6 +120,8 @@ impl TestServer {
                 log_decisions: Default::default(),
                 metrics_secure: s.metrics_secure,
                 metrics_auth_client: s.metrics_auth_client,
+                max_connections: s.max_connections,
+                max_inflight: s.max_inflight,
             },
             async move {
                 let _ = rx.await;
