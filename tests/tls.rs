@@ -245,3 +245,132 @@ async fn certs_script_output_serves_the_service_name() {
         .review();
     assert_eq!(r["allowed"], true);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_rotations_under_continuous_load_lose_no_request() {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
+    use axum::body::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::rt::TokioIo;
+
+    const RELOAD: Duration = Duration::from_millis(200);
+    let certs: Vec<DevCerts> = (0..4).map(|_| generate(&["localhost"]).unwrap()).collect();
+    let trust: String = certs.iter().map(|c| c.ca_pem.as_str()).collect();
+    let dir = tempfile::tempdir().unwrap();
+    write_version(dir.path(), "v0", &certs[0]);
+    let (cert, key) = (dir.path().join("tls.crt"), dir.path().join("tls.key"));
+    let s = TestServer::start_files(
+        Start {
+            reload: RELOAD,
+            ..Default::default()
+        },
+        dir,
+        trust,
+        cert,
+        key,
+    )
+    .await;
+    let client = s.client();
+    let stop = Arc::new(AtomicBool::new(false));
+    let (ok_kept, ok_fresh, failed) = (
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+        Arc::new(AtomicUsize::new(0)),
+    );
+    let body = Bytes::from(serde_json::to_vec(&fixture("review-create.json")).unwrap());
+    let mut tasks = Vec::new();
+    // Kept-alive connections: opened once, used for the whole run.
+    for _ in 0..3 {
+        let (client, body, stop, ok, failed) = (
+            client.clone(),
+            body.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&ok_kept),
+            Arc::clone(&failed),
+        );
+        tasks.push(tokio::spawn(async move {
+            let stream = client.connect().await.unwrap();
+            let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+                .await
+                .unwrap();
+            tokio::spawn(conn);
+            while !stop.load(Ordering::SeqCst) {
+                let req = hyper::Request::post("/validate")
+                    .header("host", "localhost")
+                    .header("content-type", "application/json")
+                    .body(Full::new(body.clone()))
+                    .unwrap();
+                match send.send_request(req).await {
+                    Ok(r) if r.status() == 200 => {
+                        r.into_body().collect().await.unwrap();
+                        ok.fetch_add(1, Ordering::SeqCst);
+                    }
+                    _ => {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+        }));
+    }
+    // Fresh connections: a new TLS handshake for every request.
+    for _ in 0..3 {
+        let (client, stop, ok, failed) = (
+            client.clone(),
+            Arc::clone(&stop),
+            Arc::clone(&ok_fresh),
+            Arc::clone(&failed),
+        );
+        tasks.push(tokio::spawn(async move {
+            let review = fixture("review-create.json");
+            while !stop.load(Ordering::SeqCst) {
+                let body = serde_json::to_vec(&review).unwrap();
+                match client.request("POST", "/validate", body).await {
+                    Ok(r) if r.status == 200 => {
+                        ok.fetch_add(1, Ordering::SeqCst);
+                    }
+                    _ => {
+                        failed.fetch_add(1, Ordering::SeqCst);
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    for (i, next) in certs.iter().enumerate().skip(1) {
+        let swapped = Instant::now();
+        write_version(s.dir.path(), &format!("v{i}"), next);
+        let want = der(&next.cert_pem);
+        loop {
+            if client.peer_certificate().await == want {
+                break;
+            }
+            assert!(
+                swapped.elapsed() < Duration::from_secs(5),
+                "rotation {i}: new connections never got the new certificate"
+            );
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        let took = swapped.elapsed();
+        // One reload interval, plus scheduling slack on a loaded 2-core machine.
+        assert!(
+            took <= RELOAD + Duration::from_millis(250),
+            "rotation {i}: new certificate seen after {took:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(300)).await;
+    }
+    stop.store(true, Ordering::SeqCst);
+    for t in tasks {
+        t.await.unwrap();
+    }
+    let (kept, fresh) = (
+        ok_kept.load(Ordering::SeqCst),
+        ok_fresh.load(Ordering::SeqCst),
+    );
+    assert_eq!(failed.load(Ordering::SeqCst), 0, "failed requests");
+    assert!(
+        kept > 100 && fresh > 20,
+        "load kept flowing: {kept} kept-alive, {fresh} fresh"
+    );
+}

@@ -151,5 +151,10 @@ pub fn server_config(resolver: Arc<ReloadingResolver>) -> Arc<rustls::ServerConf
         .with_no_client_auth()
         .with_cert_resolver(resolver);
     config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    // No session resumption: a resumed session skips the certificate, so after a rotation
+    // clients could go on resuming sessions of the old one. The API server keeps its
+    // connections open anyway, so full handshakes are rare.
+    config.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    config.send_tls13_tickets = 0;
     Arc::new(config)
 }
