@@ -190,6 +190,7 @@ async fn secure_metrics_need_a_cluster() {
         log_decisions: Default::default(),
         metrics_secure: true,
         metrics_auth_client: None,
+        shutdown_delay: std::time::Duration::ZERO,
         max_connections: lbguard::server::MAX_CONNECTIONS,
         max_inflight: lbguard::server::MAX_INFLIGHT,
     };

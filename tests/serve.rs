@@ -111,3 +111,165 @@ async fn dev_server_answers_and_stops_cleanly_on_sigterm() {
     assert!(logs.contains("running standalone"), "{logs}");
     assert!(logs.contains("\"message\":\"stopped\""), "{logs}");
 }
+
+/// What one load task saw.
+#[derive(Default, Debug)]
+struct Seen {
+    answered: usize,
+    closed_by_server: usize,
+    not_sent: usize,
+    failed: Vec<String>,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sigterm_under_load_turns_unready_first_and_loses_no_request() {
+    use axum::body::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::rt::TokioIo;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicBool, Ordering};
+
+    let dir = tempfile::tempdir().unwrap();
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["serve", "--dev", "--standalone", "--dev-dir"])
+        .arg(dir.path())
+        .args([
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+            "--metrics-addr",
+            "127.0.0.1:0",
+            "--shutdown-delay",
+            "1s",
+            "--shutdown-grace",
+            "5s",
+        ])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let ca_path = dir.path().join("ca.crt");
+    for _ in 0..200 {
+        if ca_path.exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let ca = std::fs::read_to_string(&ca_path).unwrap();
+    let client = Client::new(&ca, format!("127.0.0.1:{port}").parse().unwrap());
+    for _ in 0..200 {
+        if matches!(client.request("GET", "/readyz", vec![]).await, Ok(r) if r.status == 200) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+
+    let closed = Arc::new(AtomicBool::new(false));
+    let body = Bytes::from(serde_json::to_vec(&fixture("review-create.json")).unwrap());
+    let mut tasks = Vec::new();
+    for _ in 0..6 {
+        let (client, body, closed) = (client.clone(), body.clone(), Arc::clone(&closed));
+        tasks.push(tokio::spawn(async move {
+            let mut seen = Seen::default();
+            let mut conn = None;
+            loop {
+                if conn.is_none() {
+                    match client.connect().await {
+                        Ok(s) => {
+                            let (send, c) = hyper::client::conn::http1::handshake(TokioIo::new(s))
+                                .await
+                                .unwrap();
+                            tokio::spawn(c);
+                            conn = Some(send);
+                        }
+                        // The listener is closed: this pod is gone from the endpoints.
+                        Err(_) => {
+                            closed.store(true, Ordering::SeqCst);
+                            return seen;
+                        }
+                    }
+                }
+                let send = conn.as_mut().unwrap();
+                if send.ready().await.is_err() {
+                    seen.not_sent += 1;
+                    conn = None;
+                    continue;
+                }
+                let req = hyper::Request::post("/validate")
+                    .header("host", "localhost")
+                    .header("content-type", "application/json")
+                    .body(Full::new(body.clone()))
+                    .unwrap();
+                match send.send_request(req).await {
+                    Ok(r) => {
+                        let close = r.headers().get("connection").is_some_and(|v| v == "close");
+                        let status = r.status();
+                        match r.into_body().collect().await {
+                            Ok(_) if status == 200 => seen.answered += 1,
+                            other => seen.failed.push(format!("{status}: {:?}", other.err())),
+                        }
+                        if close {
+                            seen.closed_by_server += 1;
+                            conn = None;
+                        }
+                    }
+                    // Closed before the request went out: nothing lost, reconnect.
+                    Err(e) if e.is_canceled() => {
+                        seen.not_sent += 1;
+                        conn = None;
+                    }
+                    Err(e) => {
+                        seen.failed.push(e.to_string());
+                        conn = None;
+                    }
+                }
+            }
+        }));
+    }
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    // Readiness turns false while the listener is still open.
+    let mut unready = false;
+    for _ in 0..100 {
+        match client.request("GET", "/readyz", vec![]).await {
+            Ok(r) if r.status == 503 => {
+                unready = true;
+                break;
+            }
+            Ok(_) => tokio::time::sleep(Duration::from_millis(10)).await,
+            Err(e) => panic!("the listener closed before readiness turned false: {e}"),
+        }
+    }
+    assert!(unready, "readiness never turned false");
+    assert!(
+        !closed.load(Ordering::SeqCst),
+        "still serving after readiness turned false"
+    );
+    let mut total = Seen::default();
+    for t in tasks {
+        let s = tokio::time::timeout(Duration::from_secs(20), t)
+            .await
+            .expect("load stops once the listener closes")
+            .unwrap();
+        total.answered += s.answered;
+        total.closed_by_server += s.closed_by_server;
+        total.not_sent += s.not_sent;
+        total.failed.extend(s.failed);
+    }
+    let exit = child.wait().unwrap();
+    assert_eq!(exit.code(), Some(0));
+    assert!(total.failed.is_empty(), "requests lost: {total:?}");
+    assert!(total.answered > 100, "{total:?}");
+    assert!(
+        total.closed_by_server > 0,
+        "draining answers close their connections: {total:?}"
+    );
+}

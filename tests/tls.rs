@@ -171,6 +171,7 @@ async fn a_bad_first_certificate_stops_the_start() {
         log_decisions: Default::default(),
         metrics_secure: false,
         metrics_auth_client: None,
+        shutdown_delay: Duration::ZERO,
         max_connections: lbguard::server::MAX_CONNECTIONS,
         max_inflight: lbguard::server::MAX_INFLIGHT,
     };

@@ -733,6 +733,7 @@ mod http {
                 log_decisions: Default::default(),
                 metrics_secure: false,
                 metrics_auth_client: None,
+                shutdown_delay: Duration::ZERO,
                 max_connections: lbguard::server::MAX_CONNECTIONS,
                 max_inflight: lbguard::server::MAX_INFLIGHT,
             },

@@ -164,7 +164,9 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
     } else {
         decision!(tracing::Level::DEBUG);
     }
-    Json(encode_review(answer.response)).into_response()
+    let mut r = Json(encode_review(answer.response)).into_response();
+    super::close_if_draining(&app, &mut r);
+    r
 }
 
 /// The AdmissionReview JSON. kube serializes `patch` (Go `[]byte`) as an array of numbers

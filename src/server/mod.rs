@@ -40,6 +40,8 @@ pub const BODY_LIMIT: usize = 3 * 1024 * 1024;
 /// Longest time to receive headers or a body; the API server's own timeout is at most 30 s.
 pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+/// At shutdown, how long a just-opened connection may still deliver its first request.
+const NEW_CONNECTION_GRACE: Duration = Duration::from_millis(500);
 
 /// Shared by every request.
 pub struct App {
@@ -56,6 +58,8 @@ pub struct App {
     pub request_timeout: Duration,
     /// Config and TLS loaded, not shutting down.
     pub ready: AtomicBool,
+    /// Shutting down: answers carry `Connection: close`.
+    pub draining: AtomicBool,
     /// Listener claims in the API server (with a cluster and `claims.enabled`).
     pub claims: Option<Arc<crate::claims::Claims>>,
     /// Which decisions are logged at info.
@@ -82,6 +86,7 @@ impl App {
             inventory: None,
             request_timeout: REQUEST_TIMEOUT,
             ready: AtomicBool::new(false),
+            draining: AtomicBool::new(false),
             claims: None,
             log_decisions: LogDecisions::Findings,
             inflight: Arc::new(tokio::sync::Semaphore::new(MAX_INFLIGHT)),
@@ -124,11 +129,24 @@ async fn healthz() -> &'static str {
     "ok"
 }
 
-async fn readyz(State(app): State<AppState>) -> impl IntoResponse {
-    if app.ready.load(Ordering::Acquire) && app.cluster.synced() {
-        (StatusCode::OK, "ready")
+async fn readyz(State(app): State<AppState>) -> axum::response::Response {
+    let mut r = if app.ready.load(Ordering::Acquire) && app.cluster.synced() {
+        (StatusCode::OK, "ready").into_response()
     } else {
-        (StatusCode::SERVICE_UNAVAILABLE, "not ready")
+        (StatusCode::SERVICE_UNAVAILABLE, "not ready").into_response()
+    };
+    close_if_draining(&app, &mut r);
+    r
+}
+
+/// While shutting down, every answer closes its connection (HTTP/1.1), so a caller never
+/// sends its next request into a connection about to close.
+pub fn close_if_draining(app: &App, r: &mut axum::response::Response) {
+    if app.draining.load(Ordering::Relaxed) {
+        r.headers_mut().insert(
+            axum::http::header::CONNECTION,
+            axum::http::HeaderValue::from_static("close"),
+        );
     }
 }
 
@@ -270,7 +288,10 @@ pub async fn serve_tls(
     listen: Listen,
 ) {
     let acceptor = TlsAcceptor::from(tls);
-    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
+    // Our own graceful shutdown rather than hyper-util's: a connection opened moments ago
+    // gets a short while to deliver its first request before it is closed (as Go's server
+    // treats new connections), so a caller that just connected loses nothing.
+    let (closing_tx, closing_rx) = tokio::sync::watch::channel(false);
     let mut builder = auto::Builder::new(TokioExecutor::new());
     builder
         .http1()
@@ -309,9 +330,10 @@ pub async fn serve_tls(
                 let acceptor = acceptor.clone();
                 let service = TowerToHyperService::new(app.clone());
                 let builder = builder.clone();
-                let watcher = graceful.watcher();
+                let mut closing = closing_rx.clone();
                 tokio::spawn(async move {
                     let _slot = slot;
+                    let opened = std::time::Instant::now();
                     let stream = match tokio::time::timeout(HANDSHAKE_TIMEOUT, acceptor.accept(tcp)).await {
                         Ok(Ok(s)) => s,
                         Ok(Err(e)) => {
@@ -320,8 +342,30 @@ pub async fn serve_tls(
                         }
                         Err(_) => return,
                     };
-                    let conn = builder.serve_connection(TokioIo::new(stream), service).into_owned();
-                    if let Err(e) = watcher.watch(conn).await {
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    tokio::pin!(conn);
+                    let ended = tokio::select! {
+                        r = conn.as_mut() => Some(r),
+                        _ = closing.wait_for(|c| *c) => None,
+                    };
+                    let result = match ended {
+                        Some(r) => r,
+                        None => {
+                            let young = NEW_CONNECTION_GRACE.saturating_sub(opened.elapsed());
+                            let early = tokio::select! {
+                                r = conn.as_mut() => Some(r),
+                                _ = tokio::time::sleep(young) => None,
+                            };
+                            match early {
+                                Some(r) => r,
+                                None => {
+                                    conn.as_mut().graceful_shutdown();
+                                    conn.await
+                                }
+                            }
+                        }
+                    };
+                    if let Err(e) = result {
                         tracing::debug!(error = %e, "connection ended with an error");
                     }
                 });
@@ -330,9 +374,13 @@ pub async fn serve_tls(
         }
     }
     drop(listener);
-    tokio::select! {
-        _ = graceful.shutdown() => tracing::info!("all connections closed"),
-        _ = tokio::time::sleep(listen.grace) => tracing::warn!("shutdown grace period over; closing remaining connections"),
+    let _ = closing_tx.send(true);
+    let all = listen.max_connections.max(1);
+    let deadline = tokio::time::Instant::now() + listen.grace;
+    // Every connection holds a slot until it ends.
+    match tokio::time::timeout_at(deadline, slots.acquire_many(all as u32)).await {
+        Ok(_) => tracing::info!("all connections closed"),
+        Err(_) => tracing::warn!("shutdown grace period over; closing remaining connections"),
     }
 }
 
@@ -363,9 +411,13 @@ pub struct ServeArgs {
     /// How often the certificate and inventory files are checked for changes.
     #[arg(long, default_value = "10s", value_parser = parse_duration)]
     pub reload_interval: Duration,
-    /// How long in-flight requests may take to finish after SIGTERM.
+    /// How long in-flight requests may take to finish once the listener is closed.
     #[arg(long, default_value = "20s", value_parser = parse_duration)]
     pub shutdown_grace: Duration,
+    /// After SIGTERM, how long to keep serving (readiness false, every answer closing its
+    /// connection) before the listener closes: time for the endpoints to drop this pod.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Which admission decisions are logged at info: `findings` (denials, warnings,
@@ -438,6 +490,9 @@ pub struct ServerOptions {
     pub metrics_secure: bool,
     /// Where those reviews go when not through `client` (tests).
     pub metrics_auth_client: Option<kube::Client>,
+    /// After the shutdown signal: how long to keep serving (not ready) before closing the
+    /// listener.
+    pub shutdown_delay: Duration,
     /// Open connections at most, per port.
     pub max_connections: usize,
     /// Admission requests evaluated at once; more wait.
@@ -577,6 +632,7 @@ pub async fn start(
     app.ready.store(true, Ordering::Release);
     let state = Arc::clone(&app);
     let tls = tls::server_config(resolver);
+    let delay = opts.shutdown_delay;
     let listen = Listen {
         grace: opts.shutdown_grace,
         request_timeout: opts.request_timeout,
@@ -586,8 +642,18 @@ pub async fn start(
         let router = router(Arc::clone(&state));
         let stop = async move {
             shutdown.await;
-            tracing::info!("shutting down: not ready, no new connections");
+            // Not ready at once, so the endpoints drop this pod; meanwhile keep serving, each
+            // answer closing its connection, so callers move on without losing a request.
             state.ready.store(false, Ordering::Release);
+            state.draining.store(true, Ordering::Release);
+            if !delay.is_zero() {
+                tracing::info!(
+                    delay_ms = delay.as_millis() as u64,
+                    "shutting down: not ready; serving until the endpoints catch up"
+                );
+                tokio::time::sleep(delay).await;
+            }
+            tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = stop_tx.send(true);
         };
         serve_tls(listener, tls, router, stop, listen).await;
@@ -716,6 +782,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             log_decisions: args.log_decisions,
             metrics_secure: args.metrics_secure,
             metrics_auth_client: None,
+            shutdown_delay: args.shutdown_delay,
             max_connections: args.max_connections,
             max_inflight: args.max_inflight,
         },

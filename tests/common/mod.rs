@@ -120,6 +120,7 @@ impl TestServer {
                 log_decisions: Default::default(),
                 metrics_secure: s.metrics_secure,
                 metrics_auth_client: s.metrics_auth_client,
+                shutdown_delay: Duration::ZERO,
                 max_connections: s.max_connections,
                 max_inflight: s.max_inflight,
             },
