@@ -1,0 +1,543 @@
+//! The `lbguard serve` process: flags, logging, the cluster connection, and the wiring of
+//! TLS, watches, claims, audit and both listeners, until SIGTERM.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use tokio::net::TcpListener;
+
+use super::listen::{Listen, serve_tls};
+use super::metrics::{self, Metrics};
+use super::tls::{self, ReloadingResolver};
+use super::{App, AppState, MAX_CONNECTIONS, MAX_INFLIGHT, REQUEST_TIMEOUT, devcert, events};
+use super::{metrics_auth, metrics_router, router};
+use crate::cluster::audit::audit;
+use crate::cluster::watch::{Kinds, Retry};
+use crate::config::Config;
+use crate::engine::{EmptyInventory, Inventory};
+use crate::inventory::InventoryStore;
+
+/// Where claims live: config, then the pod's namespace (downward API), then the client's.
+pub fn claims_namespace(config: &Config, client: &kube::Client) -> String {
+    config
+        .claims
+        .namespace
+        .clone()
+        .or_else(|| {
+            std::env::var("POD_NAMESPACE")
+                .ok()
+                .filter(|n| !n.is_empty())
+        })
+        .unwrap_or_else(|| client.default_namespace().to_string())
+}
+
+impl App {
+    /// The inventory snapshot for one request (or none).
+    pub fn inventory_snapshot(&self) -> Option<Arc<crate::inventory::Snapshot>> {
+        self.inventory.as_ref().map(|s| s.snapshot())
+    }
+
+    /// Runs one audit round and publishes it (report and metric); returns the offenders.
+    pub fn audit_once(&self) -> Vec<k8s_openapi::api::core::v1::Service> {
+        let snapshot = self.inventory_snapshot();
+        let inventory: &dyn Inventory = match &snapshot {
+            Some(s) => s.as_ref(),
+            None => &EmptyInventory,
+        };
+        let (report, offending) = audit(&self.cluster, &self.config, &self.versions, inventory);
+        self.metrics.audit_violations.clear();
+        for ((rule, action, namespace), n) in report.counts() {
+            self.metrics
+                .audit_violations
+                .get_or_create(&metrics::AuditLabels {
+                    rule,
+                    action: action.as_str(),
+                    namespace,
+                })
+                .set(n as i64);
+        }
+        tracing::info!(
+            checked = report.summary.checked,
+            denied = report.summary.denied,
+            warned = report.summary.warned,
+            "audit finished"
+        );
+        self.report.store(Arc::new(report));
+        offending
+    }
+}
+
+/// Runs the audit every `audit.interval`, and records Events when `audit.events` is on.
+fn spawn_audit(app: AppState, client: Option<kube::Client>) {
+    let every = app.config.audit.interval.0;
+    if every.is_zero() {
+        return;
+    }
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(every);
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tick.tick().await;
+            if !app.cluster.synced() {
+                continue;
+            }
+            let me = Arc::clone(&app);
+            let Ok(offending) = tokio::task::spawn_blocking(move || me.audit_once()).await else {
+                continue;
+            };
+            if let (true, Some(client)) = (app.config.audit.events, &client) {
+                events::publish(client, &app, &offending).await;
+            }
+        }
+    });
+}
+
+#[derive(Debug, clap::Args)]
+pub struct ServeArgs {
+    /// lbguard config file (YAML).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    #[arg(long, default_value = "0.0.0.0:8443")]
+    pub addr: SocketAddr,
+    /// PEM certificate chain; reloaded when it changes.
+    #[arg(long, requires = "tls_key", conflicts_with = "dev")]
+    pub tls_cert: Option<PathBuf>,
+    /// PEM private key; reloaded when it changes.
+    #[arg(long, requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
+    /// Development mode: use or generate a CA and a localhost certificate in --dev-dir;
+    /// without a reachable cluster, run standalone.
+    #[arg(long)]
+    pub dev: bool,
+    #[arg(long, default_value = "certs/dev")]
+    pub dev_dir: PathBuf,
+    #[arg(long, default_value = "0.0.0.0:9090")]
+    pub metrics_addr: SocketAddr,
+    /// Run without a cluster: cluster rules see an empty cluster.
+    #[arg(long)]
+    pub standalone: bool,
+    /// How often the certificate and inventory files are checked for changes.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub reload_interval: Duration,
+    /// How long in-flight requests may take to finish once the listener is closed.
+    #[arg(long, default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_grace: Duration,
+    /// After SIGTERM, how long to keep serving (readiness false, every answer closing its
+    /// connection) before the listener closes: time for the endpoints to drop this pod.
+    #[arg(long, default_value = "0s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+    /// Which admission decisions are logged at info: `findings` (denials, warnings,
+    /// mutations, refusals, exemptions; clean allows go to debug) or `all`.
+    #[arg(long, value_enum, default_value_t = LogDecisions::Findings)]
+    pub log_decisions: LogDecisions,
+    /// Serve `/metrics` and `/report` over HTTPS (the webhook's certificate) to callers whose
+    /// bearer token the API server accepts and who may `get` the path (RBAC on the
+    /// non-resource URL). The chart turns this on.
+    #[arg(long, default_value_t = false, action = clap::ArgAction::Set, num_args = 0..=1, default_missing_value = "true")]
+    pub metrics_secure: bool,
+    /// Open connections at most on the webhook port; more wait to be accepted.
+    #[arg(long, default_value_t = MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// Admission requests evaluated at once; more wait for a slot.
+    #[arg(long, default_value_t = MAX_INFLIGHT)]
+    pub max_inflight: usize,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
+pub enum LogDecisions {
+    /// Decisions with something to say at info; clean allows at debug.
+    #[default]
+    Findings,
+    /// Every decision at info.
+    All,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
+}
+
+/// `500ms`, `10s`, `5m` or plain seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let (num, unit) = s
+        .find(|c: char| !c.is_ascii_digit())
+        .map_or((s, "s"), |i| (&s[..i], &s[i..]));
+    let n: u64 = num
+        .parse()
+        .map_err(|_| format!("\"{s}\" is not a duration like 500ms, 10s or 5m"))?;
+    match unit {
+        "ms" => Ok(Duration::from_millis(n)),
+        "s" => Ok(Duration::from_secs(n)),
+        "m" => Ok(Duration::from_secs(n * 60)),
+        _ => Err(format!("\"{s}\": unknown unit \"{unit}\" (use ms, s or m)")),
+    }
+}
+
+/// Everything `start` needs, so tests can run a real server in-process.
+pub struct ServerOptions {
+    pub config: Config,
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub cert: PathBuf,
+    pub key: PathBuf,
+    /// How often the certificate and inventory files are checked for changes.
+    pub reload_interval: Duration,
+    pub shutdown_grace: Duration,
+    pub request_timeout: Duration,
+    /// A Kubernetes client: watches, `/version`, Events. `None` runs standalone.
+    pub client: Option<kube::Client>,
+    /// Where listener claims are written when not through `client` (an in-memory API in
+    /// tests and the benchmark).
+    pub claims_client: Option<kube::Client>,
+    pub log_decisions: LogDecisions,
+    /// Serve the metrics port over TLS, for callers the API server authenticates and
+    /// authorizes (TokenReview, SubjectAccessReview).
+    pub metrics_secure: bool,
+    /// Where those reviews go when not through `client` (tests).
+    pub metrics_auth_client: Option<kube::Client>,
+    /// After the shutdown signal: how long to keep serving (not ready) before closing the
+    /// listener.
+    pub shutdown_delay: Duration,
+    /// Open connections at most, per port.
+    pub max_connections: usize,
+    /// Admission requests evaluated at once; more wait.
+    pub max_inflight: usize,
+}
+
+/// A running server: its addresses and the task that ends when it has shut down.
+pub struct Running {
+    pub addr: SocketAddr,
+    pub metrics_addr: Option<SocketAddr>,
+    pub app: AppState,
+    pub done: tokio::task::JoinHandle<()>,
+}
+
+/// Loads TLS and the inventory (failing on bad first files), connects the cluster view,
+/// binds, and serves until `shutdown`.
+pub async fn start(
+    opts: ServerOptions,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> anyhow::Result<Running> {
+    use anyhow::Context;
+    let metrics = Arc::new(Metrics::new());
+    let resolver =
+        ReloadingResolver::load(&opts.cert, &opts.key).context("loading the TLS certificate")?;
+    resolver.spawn_poller(opts.reload_interval, &metrics);
+    let inventory = match &opts.config.inventory.path {
+        None => None,
+        Some(p) => {
+            let store = InventoryStore::load(std::path::Path::new(p))
+                .context("loading the load balancer inventory")?;
+            metrics
+                .inventory_load_balancers
+                .set(store.snapshot().len() as i64);
+            let (me, gauge) = (Arc::clone(&store), metrics.inventory_load_balancers.clone());
+            crate::reload::spawn_poll(
+                "load balancer inventory",
+                opts.reload_interval,
+                metrics.inventory_reloads.clone(),
+                metrics.inventory_reload_errors.clone(),
+                move || {
+                    let swapped = me.reload()?;
+                    gauge.set(me.snapshot().len() as i64);
+                    Ok::<bool, crate::inventory::InventoryError>(swapped)
+                },
+            );
+            Some(store)
+        }
+    };
+    let mut config = opts.config;
+    if let (Some(client), None) = (&opts.client, &config.cluster.version) {
+        match tokio::time::timeout(Duration::from_secs(10), client.apiserver_version()).await {
+            Ok(Ok(info)) => {
+                tracing::info!(version = %info.git_version, "cluster version from the API server");
+                config.cluster.version = Some(info.git_version);
+            }
+            Ok(Err(e)) => {
+                tracing::warn!(error = %e, "cannot read the cluster version; version rules will warn")
+            }
+            Err(_) => {
+                tracing::warn!("the API server's /version did not answer; version rules will warn")
+            }
+        }
+    }
+    let mut app = App::new(config, Arc::clone(&metrics));
+    if let Some(a) = Arc::get_mut(&mut app) {
+        a.request_timeout = opts.request_timeout;
+        a.log_decisions = opts.log_decisions;
+        a.inflight = Arc::new(tokio::sync::Semaphore::new(opts.max_inflight.max(1)));
+        a.inventory = inventory;
+    }
+    if let Some(client) = opts.claims_client.as_ref().or(opts.client.as_ref())
+        && app.config.claims.enabled
+    {
+        let namespace = claims_namespace(&app.config, client);
+        tracing::info!(namespace = %namespace, "listener claims enabled");
+        app.enable_claims(client.clone(), &namespace);
+    }
+    if let Some(client) = &opts.client {
+        let m = Arc::clone(&metrics);
+        crate::cluster::watch::spawn(
+            client.clone(),
+            Arc::clone(&app.cluster),
+            Kinds::for_config(&app.config),
+            Retry::new(Duration::from_millis(500), Duration::from_secs(30)),
+            Arc::new(move |kind| {
+                m.watch_errors
+                    .get_or_create(&metrics::KindLabels { kind })
+                    .inc();
+            }),
+        );
+        spawn_audit(Arc::clone(&app), Some(client.clone()));
+    }
+    let listener = TcpListener::bind(opts.addr)
+        .await
+        .with_context(|| format!("binding {}", opts.addr))?;
+    let addr = listener.local_addr()?;
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let metrics_auth = match (
+        opts.metrics_secure,
+        opts.metrics_auth_client.as_ref().or(opts.client.as_ref()),
+    ) {
+        (false, _) => None,
+        (true, Some(c)) => Some(metrics_auth::MetricsAuth::new(c.clone())),
+        (true, None) => anyhow::bail!(
+            "--metrics-secure needs a cluster to check callers' tokens (TokenReview, SubjectAccessReview); drop --standalone or use --metrics-secure=false"
+        ),
+    };
+    let metrics_addr = match opts.metrics_addr {
+        Some(a) => {
+            let l = TcpListener::bind(a)
+                .await
+                .with_context(|| format!("binding metrics {a}"))?;
+            let bound = l.local_addr()?;
+            let mut rx = stop_rx.clone();
+            let stop = async move {
+                let _ = rx.wait_for(|s| *s).await;
+            };
+            let secure = metrics_auth.is_some();
+            let router = metrics_router(Arc::clone(&app), metrics_auth);
+            if secure {
+                let tls = tls::server_config(Arc::clone(&resolver));
+                let listen = Listen {
+                    grace: Duration::from_secs(1),
+                    request_timeout: opts.request_timeout,
+                    max_connections: 64,
+                };
+                tokio::spawn(serve_tls(l, tls, router, stop, listen));
+            } else {
+                tokio::spawn(async move {
+                    let _ = axum::serve(l, router).with_graceful_shutdown(stop).await;
+                });
+            }
+            Some(bound)
+        }
+        None => None,
+    };
+    app.ready.store(true, Ordering::Release);
+    let state = Arc::clone(&app);
+    let tls = tls::server_config(resolver);
+    let delay = opts.shutdown_delay;
+    let listen = Listen {
+        grace: opts.shutdown_grace,
+        request_timeout: opts.request_timeout,
+        max_connections: opts.max_connections,
+    };
+    let done = tokio::spawn(async move {
+        let router = router(Arc::clone(&state));
+        let stop = async move {
+            shutdown.await;
+            // Not ready at once, so the endpoints drop this pod; meanwhile keep serving, each
+            // answer closing its connection, so callers move on without losing a request.
+            state.ready.store(false, Ordering::Release);
+            state.draining.store(true, Ordering::Release);
+            if !delay.is_zero() {
+                tracing::info!(
+                    delay_ms = delay.as_millis() as u64,
+                    "shutting down: not ready; serving until the endpoints catch up"
+                );
+                tokio::time::sleep(delay).await;
+            }
+            tracing::info!("shutting down: no new connections, finishing in-flight requests");
+            let _ = stop_tx.send(true);
+        };
+        serve_tls(listener, tls, router, stop, listen).await;
+    });
+    Ok(Running {
+        addr,
+        metrics_addr,
+        app,
+        done,
+    })
+}
+
+async fn sigterm() {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        match signal(SignalKind::terminate()) {
+            Ok(mut s) => {
+                tokio::select! {
+                    _ = s.recv() => {},
+                    _ = tokio::signal::ctrl_c() => {},
+                }
+            }
+            Err(_) => {
+                let _ = tokio::signal::ctrl_c().await;
+            }
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = tokio::signal::ctrl_c().await;
+    }
+}
+
+/// Logs go to stderr through a writer thread: a request never waits on the pipe or file
+/// behind stderr (a blocking write there cost up to a third of the throughput with every
+/// decision logged). Nothing is dropped: when the 128k-line buffer is full, callers wait.
+/// Keep the guard until exit; dropping it flushes what is buffered.
+fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
+        .lossy(false)
+        .thread_name("lbguard-log")
+        .finish(std::io::stderr());
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_target(false)
+        .with_writer(writer);
+    let _ = match format {
+        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Text => builder.try_init(),
+    };
+    guard
+}
+
+/// The Kubernetes client for `serve`: none with `--standalone`; with `--dev`, none (and a
+/// log line) when no cluster is configured; otherwise an error.
+async fn connect(args: &ServeArgs) -> anyhow::Result<Option<kube::Client>> {
+    if args.standalone {
+        tracing::info!(
+            standalone = true,
+            "running standalone (--standalone): cluster rules see an empty cluster"
+        );
+        return Ok(None);
+    }
+    match kube::Client::try_default().await {
+        Ok(c) if args.dev => {
+            // A laptop may have a kubeconfig for a cluster that is not reachable now.
+            match tokio::time::timeout(Duration::from_secs(3), c.apiserver_version()).await {
+                Ok(Ok(_)) => Ok(Some(c)),
+                _ => {
+                    tracing::info!(
+                        standalone = true,
+                        "running standalone: the cluster in the kubeconfig does not answer, cluster rules see an empty cluster"
+                    );
+                    Ok(None)
+                }
+            }
+        }
+        Ok(c) => Ok(Some(c)),
+        Err(e) if args.dev => {
+            tracing::info!(standalone = true, reason = %e, "running standalone: no cluster configured, cluster rules see an empty cluster");
+            Ok(None)
+        }
+        Err(e) => Err(anyhow::anyhow!(
+            "cannot connect to the cluster ({e}); run in a cluster, set KUBECONFIG, or pass --standalone"
+        )),
+    }
+}
+
+/// `lbguard serve`.
+pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    let _log_guard = init_logging(args.log_format);
+    let config = match &args.config {
+        Some(p) => Config::load(p)?,
+        None => Config::default(),
+    };
+    let (cert, key) = match (&args.tls_cert, &args.tls_key, args.dev) {
+        (Some(c), Some(k), _) => (c.clone(), k.clone()),
+        (_, _, true) => {
+            let (paths, made) = devcert::ensure(&args.dev_dir).with_context(|| {
+                format!("preparing dev certificates in {}", args.dev_dir.display())
+            })?;
+            print_dev_help(&paths, made, args.addr)?;
+            (paths.cert, paths.key)
+        }
+        _ => anyhow::bail!(
+            "give --tls-cert and --tls-key, or --dev for a generated localhost certificate"
+        ),
+    };
+    let client = connect(&args).await?;
+    let running = start(
+        ServerOptions {
+            config,
+            addr: args.addr,
+            metrics_addr: Some(args.metrics_addr),
+            cert,
+            key,
+            reload_interval: args.reload_interval,
+            shutdown_grace: args.shutdown_grace,
+            request_timeout: REQUEST_TIMEOUT,
+            client,
+            claims_client: None,
+            log_decisions: args.log_decisions,
+            metrics_secure: args.metrics_secure,
+            metrics_auth_client: None,
+            shutdown_delay: args.shutdown_delay,
+            max_connections: args.max_connections,
+            max_inflight: args.max_inflight,
+        },
+        sigterm(),
+    )
+    .await?;
+    tracing::info!(addr = %running.addr, metrics = ?running.metrics_addr, "lbguard serving");
+    running.done.await.context("server task")?;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+fn print_dev_help(paths: &devcert::DevPaths, made: bool, addr: SocketAddr) -> anyhow::Result<()> {
+    use base64::Engine;
+    let ca = std::fs::read(&paths.ca)?;
+    let bundle = base64::engine::general_purpose::STANDARD.encode(ca);
+    let port = addr.port();
+    println!(
+        "{} development certificate: {} (CA {})",
+        if made { "generated" } else { "using" },
+        paths.cert.display(),
+        paths.ca.display()
+    );
+    println!("caBundle: {bundle}");
+    println!(
+        "try: curl --cacert {} -H 'Content-Type: application/json' --data @tests/fixtures/review-create.json https://localhost:{port}/validate",
+        paths.ca.display()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::parse_duration;
+    use std::time::Duration;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
+        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
+        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
+        assert!(parse_duration("1h").is_err());
+        assert!(parse_duration("fast").is_err());
+    }
+}
