@@ -529,6 +529,23 @@ fn secure_metrics_add_token_and_access_reviews_and_a_reader_role() {
             .unwrap()
     };
     assert!(args(&r).contains(&"--metrics-secure=true".to_string()));
+    for flag in [
+        "--shutdown-delay=5s",
+        "--max-connections=4096",
+        "--max-inflight=256",
+    ] {
+        assert!(args(&r).contains(&flag.to_string()), "{flag}");
+    }
+    // Every flag the chart passes is one `lbguard serve` accepts.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["serve", "--help"])
+        .output()
+        .unwrap();
+    let help = String::from_utf8_lossy(&out.stdout);
+    for a in args(&r).iter().skip(1) {
+        let flag = a.split('=').next().unwrap();
+        assert!(help.contains(flag), "lbguard serve does not know {flag}");
+    }
     let plain = render(json!({"metrics": {"secure": false}}));
     assert!(args(&plain).contains(&"--metrics-secure=false".to_string()));
     assert!(plain.kind("ClusterRole").iter().all(|o| {
