@@ -177,8 +177,13 @@ impl TryFrom<serde_yaml_ng::Value> for Seconds {
         match v {
             serde_yaml_ng::Value::Number(n) => n
                 .as_u64()
-                .map(|s| Seconds(std::time::Duration::from_secs(s)))
-                .ok_or_else(|| format!("{n} is not a whole number of seconds")),
+                .map(std::time::Duration::from_secs)
+                .ok_or_else(|| format!("{n} is not a whole number of seconds"))
+                .and_then(|d| {
+                    (d <= crate::server::process::MAX_DURATION)
+                        .then_some(Seconds(d))
+                        .ok_or_else(|| format!("{n} seconds is longer than a year"))
+                }),
             serde_yaml_ng::Value::String(s) => crate::server::parse_duration(&s).map(Seconds),
             other => Err(format!("{other:?} is not a duration like 90s or 5m")),
         }

@@ -172,13 +172,21 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     let n: u64 = num
         .parse()
         .map_err(|_| format!("\"{s}\" is not a duration like 500ms, 10s or 5m"))?;
-    match unit {
-        "ms" => Ok(Duration::from_millis(n)),
-        "s" => Ok(Duration::from_secs(n)),
-        "m" => Ok(Duration::from_secs(n * 60)),
-        _ => Err(format!("\"{s}\": unknown unit \"{unit}\" (use ms, s or m)")),
+    let d = match unit {
+        "ms" => Duration::from_millis(n),
+        "s" => Duration::from_secs(n),
+        "m" => Duration::from_secs(n.saturating_mul(60)),
+        _ => return Err(format!("\"{s}\": unknown unit \"{unit}\" (use ms, s or m)")),
+    };
+    // Timers add durations to "now": an absurd one would overflow the clock.
+    if d > MAX_DURATION {
+        return Err(format!("\"{s}\" is longer than a year"));
     }
+    Ok(d)
 }
+
+/// The longest duration a flag or config key takes.
+pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Everything `start` needs, so tests can run a real server in-process.
 pub struct ServerOptions {
@@ -538,6 +546,8 @@ mod tests {
         assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
         assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
         assert!(parse_duration("1h").is_err());
+        assert!(parse_duration("18446744073709551615m").is_err());
+        assert!(parse_duration("366000000s").is_err());
         assert!(parse_duration("fast").is_err());
     }
 }
