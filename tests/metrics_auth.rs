@@ -177,22 +177,9 @@ async fn secure_metrics_need_a_cluster() {
     let certs = lbguard::server::devcert::generate(&["localhost"]).unwrap();
     let (cert, key) = common::write_pair(dir.path(), &certs);
     let opts = lbguard::server::ServerOptions {
-        config: Default::default(),
-        addr: "127.0.0.1:0".parse().unwrap(),
         metrics_addr: Some("127.0.0.1:0".parse().unwrap()),
-        cert,
-        key,
-        reload_interval: std::time::Duration::from_secs(60),
-        shutdown_grace: std::time::Duration::from_secs(1),
-        request_timeout: std::time::Duration::from_secs(1),
-        client: None,
-        claims_client: None,
-        log_decisions: Default::default(),
         metrics_secure: true,
-        metrics_auth_client: None,
-        shutdown_delay: std::time::Duration::ZERO,
-        max_connections: lbguard::server::MAX_CONNECTIONS,
-        max_inflight: lbguard::server::MAX_INFLIGHT,
+        ..lbguard::server::ServerOptions::local(Default::default(), cert, key)
     };
     let err = lbguard::server::start(opts, std::future::pending())
         .await

@@ -3,41 +3,50 @@
 mod common;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
 use common::{Client, fixture};
 
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `lbguard serve --dev` on a free port with no cluster in reach; stdout and stderr as given.
+fn lbguard(dir: &std::path::Path, args: &[&str], output: fn() -> Stdio) -> (Child, u16) {
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["serve", "--dev", "--dev-dir"])
+        .arg(dir)
+        .args(["--addr", &format!("127.0.0.1:{port}")])
+        .args(args)
+        .env("KUBECONFIG", dir.join("no-such-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdout(output())
+        .stderr(output())
+        .spawn()
+        .unwrap();
+    (child, port)
+}
+
 #[tokio::test]
 async fn dev_server_answers_and_stops_cleanly_on_sigterm() {
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let metrics = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lbguard"))
-        .args(["serve", "--dev", "--dev-dir"])
-        .arg(dir.path())
-        .args([
-            "--addr",
-            &format!("127.0.0.1:{port}"),
+    let metrics = free_port();
+    let (mut child, port) = lbguard(
+        dir.path(),
+        &[
             "--metrics-addr",
             &format!("127.0.0.1:{metrics}"),
             "--log-format",
             "json",
-        ])
-        .env("KUBECONFIG", dir.path().join("no-such-kubeconfig"))
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+        ],
+        Stdio::piped,
+    );
     let stdout = child.stdout.take().unwrap();
     let lines: Vec<String> = BufReader::new(stdout)
         .lines()
@@ -130,28 +139,18 @@ async fn sigterm_under_load_turns_unready_first_and_loses_no_request() {
     use std::sync::atomic::{AtomicBool, Ordering};
 
     let dir = tempfile::tempdir().unwrap();
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_lbguard"))
-        .args(["serve", "--dev", "--standalone", "--dev-dir"])
-        .arg(dir.path())
-        .args([
-            "--addr",
-            &format!("127.0.0.1:{port}"),
+    let (mut child, port) = lbguard(
+        dir.path(),
+        &[
             "--metrics-addr",
             "127.0.0.1:0",
             "--shutdown-delay",
             "1s",
             "--shutdown-grace",
             "5s",
-        ])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+        ],
+        Stdio::null,
+    );
     let ca_path = dir.path().join("ca.crt");
     for _ in 0..200 {
         if ca_path.exists() {

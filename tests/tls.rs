@@ -157,24 +157,11 @@ async fn a_bad_first_certificate_stops_the_start() {
     let dir = tempfile::tempdir().unwrap();
     std::fs::write(dir.path().join("tls.crt"), "garbage").unwrap();
     std::fs::write(dir.path().join("tls.key"), "garbage").unwrap();
-    let opts = lbguard::server::ServerOptions {
-        config: Default::default(),
-        addr: "127.0.0.1:0".parse().unwrap(),
-        metrics_addr: None,
-        cert: dir.path().join("tls.crt"),
-        key: dir.path().join("tls.key"),
-        reload_interval: Duration::from_secs(1),
-        shutdown_grace: Duration::from_secs(1),
-        request_timeout: Duration::from_secs(1),
-        client: None,
-        claims_client: None,
-        log_decisions: Default::default(),
-        metrics_secure: false,
-        metrics_auth_client: None,
-        shutdown_delay: Duration::ZERO,
-        max_connections: lbguard::server::MAX_CONNECTIONS,
-        max_inflight: lbguard::server::MAX_INFLIGHT,
-    };
+    let opts = lbguard::server::ServerOptions::local(
+        Default::default(),
+        dir.path().join("tls.crt"),
+        dir.path().join("tls.key"),
+    );
     let err = lbguard::server::start(opts, std::future::pending())
         .await
         .err()

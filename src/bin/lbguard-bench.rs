@@ -720,22 +720,9 @@ mod http {
         let (_stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
         let lbguard = start(
             ServerOptions {
-                config,
-                addr: "127.0.0.1:0".parse()?,
-                metrics_addr: None,
-                cert: cert.clone(),
-                key: key.clone(),
                 reload_interval: Duration::from_secs(3600),
                 shutdown_grace: Duration::from_secs(1),
-                request_timeout: Duration::from_secs(10),
-                client: None,
-                claims_client: None,
-                log_decisions: Default::default(),
-                metrics_secure: false,
-                metrics_auth_client: None,
-                shutdown_delay: Duration::ZERO,
-                max_connections: lbguard::server::MAX_CONNECTIONS,
-                max_inflight: lbguard::server::MAX_INFLIGHT,
+                ..ServerOptions::local(config, cert.clone(), key.clone())
             },
             async move {
                 let _ = stop_rx.await;

@@ -219,6 +219,31 @@ pub struct ServerOptions {
     pub max_inflight: usize,
 }
 
+impl ServerOptions {
+    /// Loopback on free ports, no metrics listener, no cluster, default limits: what tests
+    /// and benchmarks start from (`ServerOptions { .., ..ServerOptions::local(..) }`).
+    pub fn local(config: Config, cert: PathBuf, key: PathBuf) -> Self {
+        Self {
+            config,
+            addr: SocketAddr::from(([127, 0, 0, 1], 0)),
+            metrics_addr: None,
+            cert,
+            key,
+            reload_interval: Duration::from_secs(10),
+            shutdown_grace: Duration::from_secs(5),
+            request_timeout: REQUEST_TIMEOUT,
+            client: None,
+            claims_client: None,
+            log_decisions: LogDecisions::Findings,
+            metrics_secure: false,
+            metrics_auth_client: None,
+            shutdown_delay: Duration::ZERO,
+            max_connections: MAX_CONNECTIONS,
+            max_inflight: MAX_INFLIGHT,
+        }
+    }
+}
+
 /// A running server: its addresses and the task that ends when it has shut down.
 pub struct Running {
     pub addr: SocketAddr,

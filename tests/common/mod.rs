@@ -107,22 +107,17 @@ impl TestServer {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let running = start(
             ServerOptions {
-                config,
-                addr: "127.0.0.1:0".parse().unwrap(),
                 metrics_addr: Some("127.0.0.1:0".parse().unwrap()),
-                cert,
-                key,
                 reload_interval: s.reload,
                 shutdown_grace: s.grace,
                 request_timeout: s.request_timeout,
                 client: s.client,
                 claims_client: s.claims_client,
-                log_decisions: Default::default(),
                 metrics_secure: s.metrics_secure,
                 metrics_auth_client: s.metrics_auth_client,
-                shutdown_delay: Duration::ZERO,
                 max_connections: s.max_connections,
                 max_inflight: s.max_inflight,
+                ..ServerOptions::local(config, cert, key)
             },
             async move {
                 let _ = rx.await;
