@@ -11,13 +11,41 @@ use serde::{Deserialize, Serialize};
 use crate::engine::Inventory;
 use crate::providers::Provider;
 
+/// What each provider calls its load balancers.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum LbKind {
+    /// CTyun ELB.
+    Elb,
+    /// Alibaba and Volcengine Classic Load Balancer.
     Clb,
+    /// Alibaba and Volcengine Network Load Balancer.
     Nlb,
+    /// Huawei shared ELB (`elb.class: union`).
     ElbShared,
+    /// Huawei dedicated ELB (`elb.class: performance`).
     ElbDedicated,
+}
+
+impl LbKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LbKind::Elb => "elb",
+            LbKind::Clb => "clb",
+            LbKind::Nlb => "nlb",
+            LbKind::ElbShared => "elb-shared",
+            LbKind::ElbDedicated => "elb-dedicated",
+        }
+    }
+
+    /// The kinds a provider's load balancers can have.
+    pub fn of(provider: Provider) -> &'static [LbKind] {
+        match provider {
+            Provider::Ctyun => &[LbKind::Elb],
+            Provider::Alibaba | Provider::Volcengine => &[LbKind::Clb, LbKind::Nlb],
+            Provider::Huawei => &[LbKind::ElbShared, LbKind::ElbDedicated],
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,6 +211,17 @@ impl Snapshot {
             if lb.id.trim().is_empty() {
                 return Err(entry("id is empty".into()));
             }
+            if let Some(kind) = lb.kind
+                && !LbKind::of(lb.provider).contains(&kind)
+            {
+                let valid: Vec<&str> = LbKind::of(lb.provider).iter().map(|k| k.as_str()).collect();
+                return Err(entry(format!(
+                    "kind: \"{}\" is not a {} load balancer kind (use {})",
+                    kind.as_str(),
+                    lb.provider,
+                    valid.join(" or ")
+                )));
+            }
             if let Some(first) = seen.insert((lb.provider, lb.id.clone()), index) {
                 return Err(entry(format!("duplicate of loadBalancers[{first}]")));
             }
@@ -302,6 +341,45 @@ impl InventoryStore {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[rstest::rstest]
+    #[case::ctyun_elb("ctyun", "elb", None)]
+    #[case::ctyun_clb(
+        "ctyun",
+        "clb",
+        Some("kind: \"clb\" is not a ctyun load balancer kind (use elb)")
+    )]
+    #[case::alibaba_clb("alibaba", "clb", None)]
+    #[case::alibaba_nlb("alibaba", "nlb", None)]
+    #[case::alibaba_elb("alibaba", "elb-dedicated", Some("(use clb or nlb)"))]
+    #[case::huawei_shared("huawei", "elb-shared", None)]
+    #[case::huawei_dedicated("huawei", "elb-dedicated", None)]
+    #[case::huawei_clb("huawei", "clb", Some("(use elb-shared or elb-dedicated)"))]
+    #[case::volcengine_clb("volcengine", "clb", None)]
+    #[case::volcengine_nlb("volcengine", "nlb", None)]
+    #[case::volcengine_elb("volcengine", "elb", Some("is not a volcengine load balancer kind"))]
+    fn kinds_are_checked_per_provider(
+        #[case] provider: &str,
+        #[case] kind: &str,
+        #[case] error: Option<&str>,
+    ) {
+        let text =
+            format!("loadBalancers:\n  - {{id: lb-1, provider: {provider}, kind: {kind}}}\n");
+        match (Snapshot::parse(&text, "inv.yaml"), error) {
+            (Ok(s), None) => assert_eq!(s.len(), 1),
+            (Err(e), Some(want)) => {
+                let e = e.to_string();
+                assert!(
+                    e.contains(want) && e.contains("loadBalancers[0] (id lb-1)"),
+                    "{e}"
+                );
+            }
+            (other, want) => panic!(
+                "{provider}/{kind}: {:?}, wanted {want:?}",
+                other.map(|s| s.len())
+            ),
+        }
+    }
 
     const GOOD: &str = r#"
 loadBalancers:
