@@ -49,6 +49,16 @@ impl<'a> Svc<'a> {
             .unwrap_or_default()
     }
 
+    /// The Service ports as a message lists them: "80, 443", or "none".
+    pub fn port_list(self) -> String {
+        let ports: Vec<String> = self.port_numbers().map(|p| p.to_string()).collect();
+        if ports.is_empty() {
+            "none".into()
+        } else {
+            ports.join(", ")
+        }
+    }
+
     pub fn port_numbers(self) -> impl Iterator<Item = i32> + 'a {
         self.ports().iter().map(|p| p.port)
     }

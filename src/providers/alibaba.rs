@@ -216,7 +216,7 @@ fn port_list(
             ),
             Some(p) if !svc.has_port(p) => out.push(
                 annotation_field(key),
-                format!("{key} entry \"{entry}\": port {p} is not one of spec.ports[].port ({}); use the Service port, not targetPort or nodePort", port_names(svc)),
+                format!("{key} entry \"{entry}\": port {p} is not one of spec.ports[].port ({}); use the Service port, not targetPort or nodePort", svc.port_list()),
             ),
             Some(p) => ports.push(p),
         }
@@ -234,15 +234,6 @@ fn example(what: &str) -> &'static str {
         "protocol" => "\"https:443,http:80\"",
         "vgroup" => "\"vsp-bp1xxx:80\"",
         _ => "\"<value>:<port>\"",
-    }
-}
-
-pub fn port_names(svc: Svc) -> String {
-    let ports: Vec<String> = svc.port_numbers().map(|p| p.to_string()).collect();
-    if ports.is_empty() {
-        "none".into()
-    } else {
-        ports.join(", ")
     }
 }
 

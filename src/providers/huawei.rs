@@ -5,7 +5,6 @@ use super::{Catalog, Provider};
 use crate::config::Flavor;
 use crate::engine::version::KubeVersion;
 use crate::engine::{Ctx, Findings, Svc, annotation_field};
-use crate::providers::alibaba::port_names;
 use crate::rules::common::{VersionOf, ccm_only, duplicates, require_version};
 use crate::rules::listeners::protocol_entries;
 use crate::rules::{Rule, rule};
@@ -404,7 +403,7 @@ fn protocol_port_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         if spec.is_empty() {
             out.push(
                 field.clone(),
-                format!("{} entry \"{entry}\": port {port} is not one of spec.ports[].port ({}); each entry must name a Service port", a.key, port_names(new)),
+                format!("{} entry \"{entry}\": port {port} is not one of spec.ports[].port ({}); each entry must name a Service port", a.key, new.port_list()),
             );
             continue;
         }

@@ -4,7 +4,6 @@
 use super::{Catalog, Provider};
 use crate::engine::version::KubeVersion;
 use crate::engine::{Ctx, Findings, annotation_field};
-use crate::providers::alibaba::port_names;
 use crate::rules::common::{VersionOf, duplicates, require_version};
 use crate::rules::{Action, Check, Class, Gate, Rule};
 
@@ -187,7 +186,7 @@ fn server_group_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
             ),
             Some(p) if !new.has_port(p) => out.push(
                 field.clone(),
-                format!("{} entry \"{entry}\": port {p} is not one of spec.ports[].port ({}); use the Service port, not targetPort or nodePort", a.key, port_names(new)),
+                format!("{} entry \"{entry}\": port {p} is not one of spec.ports[].port ({}); use the Service port, not targetPort or nodePort", a.key, new.port_list()),
             ),
             Some(p) => ports.push(p),
         }
