@@ -250,10 +250,6 @@ impl Claims {
         }
     }
 
-    pub fn config(&self) -> &ClaimsConfig {
-        &self.config
-    }
-
     fn lease(&self, key: &ClaimKey, holder: &str) -> Lease {
         let mut labels = std::collections::BTreeMap::from([
             (MANAGED_BY.to_string(), "lbguard".to_string()),
