@@ -317,3 +317,33 @@ async fn collection_sweeps_stale_claims_and_keeps_live_ones() {
         .collect();
     assert_eq!(holders, ["shop/kept"]);
 }
+
+#[tokio::test]
+async fn two_generated_names_do_not_pass_for_one_holder() {
+    let store = MemoryLeases::new();
+    let (a, b) = (replica(&store, "").await, replica(&store, "").await);
+    let generated = |uid: &str| {
+        let mut r = create("", "lb-1");
+        r["request"]["uid"] = uid.into();
+        r["request"]["object"]["metadata"]["generateName"] = "web-".into();
+        r
+    };
+    let first = a
+        .client()
+        .post("/validate", &generated("uid-1"))
+        .await
+        .review();
+    assert_eq!(first["allowed"], true, "{first}");
+    let second = b
+        .client()
+        .post("/validate", &generated("uid-2"))
+        .await
+        .review();
+    assert_eq!(second["allowed"], false, "{second}");
+    assert!(
+        second["status"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("held by shop/(generated in uid-1)")
+    );
+}

@@ -110,7 +110,16 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
     };
     if let (false, Some(claims)) = (answer.claims.is_empty(), &app.claims) {
         let keys = std::mem::take(&mut answer.claims);
-        let holder = format!("{}/{}", answer.namespace, answer.name);
+        // A CREATE with generateName has no name yet: its own request is the holder, so two
+        // such Services never pass for one (the claim goes stale once the real name shows).
+        let holder = if answer.name.is_empty() {
+            format!(
+                "{}/(generated in {})",
+                answer.namespace, answer.response.uid
+            )
+        } else {
+            format!("{}/{}", answer.namespace, answer.name)
+        };
         let outcome = claims.claim(&holder, &keys).await;
         span.in_scope(|| apply_claims(&app, &mut answer, &keys, outcome));
     }
