@@ -7,8 +7,7 @@ use std::time::{Duration, Instant};
 
 use axum::body::Bytes;
 use common::{Client, Start, TestServer, fixture};
-use http_body_util::{BodyExt, Full};
-use hyper_util::rt::TokioIo;
+use http_body_util::BodyExt;
 use tokio::io::AsyncWriteExt;
 
 /// p99 of `n` /validate requests over `conns` keep-alive connections, in microseconds.
@@ -18,18 +17,10 @@ async fn p99(c: &Client, conns: usize, n: usize) -> u128 {
     for _ in 0..conns {
         let (c, body) = (c.clone(), body.clone());
         tasks.push(tokio::spawn(async move {
-            let stream = c.connect().await.unwrap();
-            let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-                .await
-                .unwrap();
-            tokio::spawn(conn);
+            let mut send = c.keep_alive().await.unwrap();
             let mut lat = Vec::new();
             for _ in 0..n / conns {
-                let req = hyper::Request::post("/validate")
-                    .header("host", "localhost")
-                    .header("content-type", "application/json")
-                    .body(Full::new(body.clone()))
-                    .unwrap();
+                let req = common::validate_request(body.clone());
                 let t = Instant::now();
                 let resp = send.send_request(req).await.unwrap();
                 assert_eq!(resp.status(), 200);

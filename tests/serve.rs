@@ -133,7 +133,7 @@ struct Seen {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn sigterm_under_load_turns_unready_first_and_loses_no_request() {
     use axum::body::Bytes;
-    use http_body_util::{BodyExt, Full};
+    use http_body_util::BodyExt;
     use hyper_util::rt::TokioIo;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicBool, Ordering};
@@ -198,11 +198,7 @@ async fn sigterm_under_load_turns_unready_first_and_loses_no_request() {
                     conn = None;
                     continue;
                 }
-                let req = hyper::Request::post("/validate")
-                    .header("host", "localhost")
-                    .header("content-type", "application/json")
-                    .body(Full::new(body.clone()))
-                    .unwrap();
+                let req = common::validate_request(body.clone());
                 match send.send_request(req).await {
                     Ok(r) => {
                         let close = r.headers().get("connection").is_some_and(|v| v == "close");

@@ -240,8 +240,7 @@ async fn three_rotations_under_continuous_load_lose_no_request() {
     use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
     use axum::body::Bytes;
-    use http_body_util::{BodyExt, Full};
-    use hyper_util::rt::TokioIo;
+    use http_body_util::BodyExt;
 
     const RELOAD: Duration = Duration::from_millis(200);
     let certs: Vec<DevCerts> = (0..4).map(|_| generate(&["localhost"]).unwrap()).collect();
@@ -279,17 +278,9 @@ async fn three_rotations_under_continuous_load_lose_no_request() {
             Arc::clone(&failed),
         );
         tasks.push(tokio::spawn(async move {
-            let stream = client.connect().await.unwrap();
-            let (mut send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
-                .await
-                .unwrap();
-            tokio::spawn(conn);
+            let mut send = client.keep_alive().await.unwrap();
             while !stop.load(Ordering::SeqCst) {
-                let req = hyper::Request::post("/validate")
-                    .header("host", "localhost")
-                    .header("content-type", "application/json")
-                    .body(Full::new(body.clone()))
-                    .unwrap();
+                let req = common::validate_request(body.clone());
                 match send.send_request(req).await {
                     Ok(r) if r.status() == 200 => {
                         r.into_body().collect().await.unwrap();

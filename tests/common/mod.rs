@@ -218,6 +218,18 @@ impl Client {
             .await
     }
 
+    /// A kept-alive HTTP/1.1 connection to send requests on, one after another.
+    pub async fn keep_alive(
+        &self,
+    ) -> std::io::Result<hyper::client::conn::http1::SendRequest<Full<Bytes>>> {
+        let stream = self.connect().await?;
+        let (send, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+            .await
+            .map_err(std::io::Error::other)?;
+        tokio::spawn(conn);
+        Ok(send)
+    }
+
     /// The DER of the certificate the server presents to a new connection.
     pub async fn peer_certificate(&self) -> Vec<u8> {
         let s = self.connect().await.unwrap();
@@ -272,4 +284,13 @@ impl Client {
     pub async fn get(&self, path: &str) -> Reply {
         self.request("GET", path, vec![]).await.unwrap()
     }
+}
+
+/// `POST /validate` with a JSON body, as a kept-alive connection sends it.
+pub fn validate_request(body: Bytes) -> Request<Full<Bytes>> {
+    Request::post("/validate")
+        .header("host", "localhost")
+        .header("content-type", "application/json")
+        .body(Full::new(body))
+        .unwrap()
 }
