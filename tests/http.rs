@@ -693,3 +693,38 @@ async fn malformed_reviews_never_get_a_5xx() {
     // Still serving.
     assert_eq!(s.client().get("/healthz").await.status, 200);
 }
+
+#[tokio::test]
+async fn an_update_holds_ports_in_memory_only_when_it_adds_some() {
+    use lbguard::engine::ClusterView;
+    let s = TestServer::start("").await;
+    let lb = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id";
+    let held = |s: &TestServer| {
+        let mut users = Vec::new();
+        s.running
+            .app
+            .cluster
+            .lb_users(lbguard::providers::Provider::Alibaba, "lb-1", &mut users);
+        users
+            .iter()
+            .flat_map(|u| u.ports.iter().map(|p| p.0))
+            .collect::<Vec<i32>>()
+    };
+    let mut r = fixture("review-update.json");
+    set_annotations(&mut r, "object", &[(lb, "lb-1")]);
+    set_annotations(&mut r, "oldObject", &[(lb, "lb-1")]);
+    // Same ports as before: nothing to hold.
+    let mut same = r.clone();
+    same["request"]["oldObject"]["spec"] = same["request"]["object"]["spec"].clone();
+    assert_eq!(
+        s.client().post("/validate", &same).await.review()["allowed"],
+        true
+    );
+    assert!(held(&s).is_empty());
+    // The fixture's update adds 443 to 80: both are held until the watch shows it.
+    assert_eq!(
+        s.client().post("/validate", &r).await.review()["allowed"],
+        true
+    );
+    assert_eq!(held(&s), [80, 443]);
+}

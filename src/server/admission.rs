@@ -238,9 +238,24 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) {
     else {
         return;
     };
-    let tolerate = match (&input.operation, &input.old_object) {
-        (Operation::Update, Some(old)) => app.cluster.clashes(crate::engine::Svc(old)),
-        _ => Vec::new(),
+    let old = match input.operation {
+        Operation::Update => input
+            .old_object
+            .as_ref()
+            .filter(|o| crate::engine::Svc(o).is_lb()),
+        _ => None,
+    };
+    // An update that keeps its load balancers and ports holds nothing new: the watch
+    // already shows them. Most updates are like that, and this skips a write lock.
+    let uses = |s| crate::cluster::lb_uses(app.config.provider, crate::engine::Svc(s));
+    if let Some(old) = old
+        && uses(svc) == uses(old)
+    {
+        return;
+    }
+    let tolerate = match old {
+        Some(old) => app.cluster.clashes(crate::engine::Svc(old)),
+        None => Vec::new(),
     };
     let Err(conflicts) = app.cluster.reserve(
         crate::engine::Svc(svc),
