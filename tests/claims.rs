@@ -205,7 +205,7 @@ async fn an_unreachable_api_server_denies_by_default_and_warns_with_on_error_all
         "{warnings:?}"
     );
     assert!(
-        c_metrics(&deny)
+        deny.metrics_text()
             .await
             .contains("lbguard_claim_errors_total 1")
     );
@@ -268,7 +268,7 @@ async fn a_claim_whose_service_never_appeared_is_taken_over_after_the_grace_peri
             .as_deref(),
         Some("shop/web")
     );
-    let metrics = c_metrics(&s).await;
+    let metrics = s.metrics_text().await;
     assert!(
         metrics.contains("lbguard_claim_takeovers_total 1"),
         "{metrics}"
@@ -277,19 +277,6 @@ async fn a_claim_whose_service_never_appeared_is_taken_over_after_the_grace_peri
         metrics.contains("lbguard_claim_conflicts_total 1"),
         "{metrics}"
     );
-}
-
-async fn c_metrics(s: &TestServer) -> String {
-    let addr = s.running.metrics_addr.unwrap();
-    let mut stream = tokio::net::TcpStream::connect(addr).await.unwrap();
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
-    stream
-        .write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut out = String::new();
-    stream.read_to_string(&mut out).await.unwrap();
-    out
 }
 
 #[tokio::test]

@@ -364,13 +364,7 @@ async fn metrics_count_requests_and_violations() {
         &[(&key(ALI, "address-type"), "public")],
     );
     s.client().post("/validate", &review).await.review();
-    let addr = s.running.metrics_addr.unwrap();
-    let mut tcp = tokio::net::TcpStream::connect(addr).await.unwrap();
-    tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-        .await
-        .unwrap();
-    let mut text = String::new();
-    tcp.read_to_string(&mut text).await.unwrap();
+    let text = s.metrics_text().await;
     assert!(text.contains("lbguard_admission_requests_total{endpoint=\"validate\",operation=\"CREATE\",verdict=\"denied\"} 1"), "{text}");
     assert!(
         text.contains("lbguard_violations_total{rule=\"address-type-value\",action=\"deny\"} 1"),

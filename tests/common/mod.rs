@@ -137,6 +137,19 @@ impl TestServer {
         Client::new(&self.ca_pem, self.running.addr)
     }
 
+    /// The plain-HTTP metrics page, as a scraper without credentials reads it.
+    pub async fn metrics_text(&self) -> String {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let addr = self.running.metrics_addr.expect("a metrics listener");
+        let mut tcp = TcpStream::connect(addr).await.unwrap();
+        tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .await
+            .unwrap();
+        let mut text = String::new();
+        tcp.read_to_string(&mut text).await.unwrap();
+        text
+    }
+
     /// Sends the shutdown signal (SIGTERM's stand-in).
     pub fn stop(&mut self) {
         if let Some(tx) = self.stop.take() {
