@@ -226,17 +226,17 @@ fn refuse(uid: Option<&str>, message: String) -> Result<Answer, Reject> {
 /// After an allowed CREATE/UPDATE (not a dry run), the Service's listener ports are held
 /// in the cluster view until the watch shows it. If a concurrent admission took one of
 /// them first, this one becomes a listener-port-unique finding.
-fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) {
+fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     let admitting = matches!(input.operation, Operation::Create | Operation::Update);
     if !admitting || input.dry_run || !verdict.allowed() || verdict.exempt.is_some() {
-        return;
+        return false;
     }
     let Some(svc) = input
         .object
         .as_ref()
         .filter(|s| crate::engine::Svc(s).is_lb())
     else {
-        return;
+        return false;
     };
     let old = match input.operation {
         Operation::Update => input
@@ -251,7 +251,7 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) {
     if let Some(old) = old
         && uses(svc) == uses(old)
     {
-        return;
+        return false;
     }
     let tolerate = match old {
         Some(old) => app.cluster.clashes(crate::engine::Svc(old)),
@@ -262,11 +262,11 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) {
         crate::cluster::RESERVATION_TTL,
         &tolerate,
     ) else {
-        return;
+        return true;
     };
     let action = app.config.action_for("listener-port-unique", Action::Deny);
     if action == Action::Off {
-        return;
+        return true;
     }
     app.metrics.reservation_conflicts.inc();
     for c in conflicts {
@@ -277,6 +277,7 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) {
             message: format!("[listener-port-unique] {c} (admitted concurrently, not yet visible in the cluster); use another port or another load balancer"),
         });
     }
+    true
 }
 
 /// The parts of an AdmissionReview lbguard reads. Objects stay raw JSON until needed, so a
@@ -531,8 +532,9 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
     match endpoint {
         Endpoint::Validate => {
             let mut verdict = evaluate(&input, config, &app.versions, &*app.cluster, inventory);
-            hold_ports(app, &input, &mut verdict);
-            claims = claims_needed(app, &input, &verdict);
+            if hold_ports(app, &input, &mut verdict) {
+                claims = claims_needed(app, &input, &verdict);
+            }
             for v in &verdict.violations {
                 app.metrics
                     .violations
