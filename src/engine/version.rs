@@ -12,6 +12,8 @@ pub struct KubeVersion {
     pub major: u32,
     pub minor: u32,
     pub patch: u32,
+    /// A fourth dotted number: cloud controllers version builds as `v1.9.3.164-g2105d2e`.
+    pub build: u32,
     pub revision: u32,
 }
 
@@ -30,8 +32,14 @@ impl KubeVersion {
             major,
             minor,
             patch,
+            build: 0,
             revision,
         }
+    }
+
+    /// Same version with a fourth dotted number.
+    pub const fn with_build(self, build: u32) -> Self {
+        Self { build, ..self }
     }
 }
 
@@ -71,6 +79,10 @@ impl FromStr for KubeVersion {
             None => 0,
             Some(p) => number(p).ok_or_else(|| err("patch is not a number"))?,
         };
+        let build = match parts.next() {
+            None => 0,
+            Some(b) => number(b).ok_or_else(|| err("build is not a number"))?,
+        };
         if parts.next().is_some() {
             return Err(err("too many dot-separated parts"));
         }
@@ -79,13 +91,16 @@ impl FromStr for KubeVersion {
             .and_then(|first| first.strip_prefix('r'))
             .and_then(number)
             .unwrap_or(0);
-        Ok(Self::new(major, minor, patch, revision))
+        Ok(Self::new(major, minor, patch, revision).with_build(build))
     }
 }
 
 impl fmt::Display for KubeVersion {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(f, "v{}.{}.{}", self.major, self.minor, self.patch)?;
+        if self.build > 0 {
+            write!(f, ".{}", self.build)?;
+        }
         if self.revision > 0 {
             write!(f, "-r{}", self.revision)?;
         }
@@ -129,6 +144,7 @@ mod tests {
     #[case::no_v("1.19.16", KubeVersion::new(1, 19, 16, 0))]
     #[case::no_patch("v1.17", KubeVersion::new(1, 17, 0, 0))]
     #[case::gke("v1.30.5-gke.1014001", KubeVersion::new(1, 30, 5, 0))]
+    #[case::ccm_build("v1.9.3.164-g2105d2e-aliyun", KubeVersion::new(1, 9, 3, 0).with_build(164))]
     fn parses(#[case] input: &str, #[case] want: KubeVersion) {
         assert_eq!(input.parse::<KubeVersion>().unwrap(), want);
     }
@@ -139,7 +155,7 @@ mod tests {
     #[case::only_major("v1")]
     #[case::huge("v1.99999999999999999999.0")]
     #[case::letters("v1.x.3")]
-    #[case::four_parts("1.2.3.4")]
+    #[case::five_parts("1.2.3.4.5")]
     fn rejects(#[case] input: &str) {
         let e = input.parse::<KubeVersion>().unwrap_err();
         assert!(e.to_string().contains("not a Kubernetes version"));
@@ -151,6 +167,8 @@ mod tests {
     #[case("v1.29.15", "v1.29.15-r90", false)]
     #[case("v1.30.0", "v1.29.15-r90", true)]
     #[case("v1.19.16", "v1.19.9", true)]
+    #[case("v1.9.3.164-g2105d2e-aliyun", "v1.9.3", true)]
+    #[case("v1.9.4", "v1.9.3.304-g1f42462-aliyun", true)]
     fn orders(#[case] a: &str, #[case] b: &str, #[case] greater: bool) {
         let a: KubeVersion = a.parse().unwrap();
         let b: KubeVersion = b.parse().unwrap();

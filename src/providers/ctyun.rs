@@ -13,7 +13,6 @@ pub static CATALOG: Catalog = Catalog {
     provider: Provider::Ctyun,
     prefix: "service.beta.kubernetes.io/ctyun-loadbalancer-",
     legacy_prefix: None,
-    known: &["id", "address-type", "spec", "resource-pack-id", "ip-mode"],
     default_address_type: Some("intranet"),
     lb_id_label: None,
     finalizers: &[],

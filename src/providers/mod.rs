@@ -2,6 +2,7 @@
 
 pub mod alibaba;
 pub mod ctyun;
+pub mod data;
 pub mod huawei;
 pub mod volcengine;
 
@@ -63,8 +64,6 @@ pub struct Catalog {
     pub prefix: &'static str,
     /// An older prefix the CCM still reads as the same keys.
     pub legacy_prefix: Option<&'static str>,
-    /// Known annotation names, without the prefix.
-    pub known: &'static [&'static str],
     /// Address type the CCM assumes when the Service does not say.
     pub default_address_type: Option<&'static str>,
     /// Label in which the CCM records the bound load balancer.
@@ -88,6 +87,16 @@ fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
 }
 
 impl Catalog {
+    /// The provider's annotation reference (`data/<provider>.yaml`).
+    pub fn table(&self) -> &'static data::Table {
+        data::table(self.provider)
+    }
+
+    /// Whether the cloud controller reads this annotation name (without prefix).
+    pub fn knows(&self, suffix: &str) -> bool {
+        self.table().get(suffix).is_some()
+    }
+
     /// The canonical key for an annotation name.
     pub fn key(&self, suffix: &str) -> String {
         format!("{}{}", self.prefix, suffix)

@@ -355,14 +355,13 @@ fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let extra = ctx.config.known_annotations.get(&cat.provider);
     for key in anns.keys().filter(|k| cat.claims_key(k)) {
         let known = cat.prefixes().any(|p| {
-            key.strip_prefix(p).is_some_and(|s| {
-                cat.known.contains(&s) || extra.is_some_and(|e| e.iter().any(|x| x == s))
-            })
+            key.strip_prefix(p)
+                .is_some_and(|s| cat.knows(s) || extra.is_some_and(|e| e.iter().any(|x| x == s)))
         });
         if known {
             continue;
         }
-        let hint = closest(key, cat.known.iter().map(|s| cat.key(s)))
+        let hint = closest(key, cat.table().names().map(|s| cat.key(s)))
             .map(|k| format!("; did you mean \"{k}\"?"))
             .unwrap_or_else(|| "; annotation names are case sensitive, check the spelling in the provider's documentation (or list it under knownAnnotations in the config)".into());
         out.push(

@@ -17,6 +17,7 @@ macro_rules! rule {
 }
 pub(crate) use rule;
 
+pub mod annotations;
 pub mod common;
 pub mod inventory;
 pub mod listeners;
@@ -133,6 +134,7 @@ static REGISTRY: LazyLock<Vec<&'static Rule>> = LazyLock::new(|| {
         .chain(providers::volcengine::RULES)
         .chain(inventory::RULES)
         .chain(listeners::RULES)
+        .chain(annotations::RULES)
         .collect()
 });
 

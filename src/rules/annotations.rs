@@ -1,0 +1,109 @@
+//! Rules read from each provider's annotation table (`providers/data/*.yaml`): value
+//! formats and the first controller version that reads an annotation.
+
+use std::ops::Bound;
+
+use super::{Action, Check, Class, Gate, Rule};
+use crate::engine::version::Known;
+use crate::engine::{Annot, Ctx, Findings, annotation_field};
+use crate::providers::data::{Entry, VersionOf};
+use crate::providers::{Catalog, Provider};
+
+pub static RULES: &[Rule] = &[
+    Rule {
+        id: "annotation-value-format",
+        providers: &[Provider::Ctyun, Provider::Huawei, Provider::Volcengine],
+        class: Class::Object,
+        gate: Gate::Admit,
+        default: Action::Deny,
+        title: "Annotation values in the format the provider documents (enumerations, on/off, true/false, whole numbers in range, JSON, ids) where no other rule checks them",
+        source: "provider annotation references (providers/data/*.yaml)",
+        check: Check::PerProvider(annotation_value_format),
+    },
+    Rule {
+        id: "annotation-ccm-version",
+        providers: &Provider::ALL,
+        class: Class::Version,
+        gate: Gate::Admit,
+        default: Action::Warn,
+        title: "An annotation the configured cloud controller version does not read yet (Huawei: the cluster version, CCE runs the controller)",
+        source: "provider annotation references: supported CCM / cluster version columns (providers/data/*.yaml)",
+        check: Check::PerProvider(annotation_ccm_version),
+    },
+];
+
+/// Every annotation on the new object that the provider's table lists, with its entry.
+fn documented<'a>(ctx: &Ctx<'a>, cat: &'static Catalog) -> Vec<(Annot<'a>, &'static Entry)> {
+    let Some(anns) = ctx.new.and_then(|s| s.annotations()) else {
+        return Vec::new();
+    };
+    let table = cat.table();
+    let mut out = Vec::new();
+    for prefix in cat.prefixes() {
+        for (key, value) in anns
+            .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+        {
+            if let Some(e) = table.get(&key[prefix.len()..]) {
+                out.push((Annot { key, value }, e));
+            }
+        }
+    }
+    out
+}
+
+/// Formats that another rule owns (`rule:` in the table) are left to it, so a bad value is
+/// reported once, under the id users already know.
+fn annotation_value_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    for (a, e) in documented(ctx, cat) {
+        if e.rule.is_some() {
+            continue;
+        }
+        if let Err(why) = e.format.check(a.value) {
+            out.push(
+                annotation_field(a.key),
+                format!(
+                    "{} is \"{}\": {why}, so the {} cloud controller cannot use it; expected {}, e.g. {}: {}",
+                    a.key,
+                    a.value,
+                    cat.provider,
+                    e.format.expected(),
+                    a.key,
+                    e.format.example()
+                ),
+            );
+        }
+    }
+}
+
+/// Silent when the version is unknown: most clusters never configure it, and a warning on
+/// every annotation would drown the real findings.
+fn annotation_ccm_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let table = cat.table();
+    let (known, what) = match table.version_of {
+        VersionOf::Ccm => (ctx.ccm_version, "cloud-controller-manager"),
+        VersionOf::Cluster => (
+            ctx.cluster_version,
+            "cluster (its cloud controller follows the cluster version)",
+        ),
+    };
+    let Known::Yes(v) = known else { return };
+    for (a, e) in documented(ctx, cat) {
+        if e.version_rule.is_some() || e.supported_at(v) {
+            continue;
+        }
+        out.push(
+            annotation_field(a.key),
+            format!(
+                "{} needs {what} {} or newer ({}); this one runs {v}, so the annotation is ignored and the Service does not get what it asks for; upgrade first, or remove the annotation",
+                a.key,
+                e.since_text(),
+                table.source_of(e)
+            ),
+        );
+    }
+}
+
+#[cfg(test)]
+#[path = "annotations_tests.rs"]
+mod tests;

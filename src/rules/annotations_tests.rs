@@ -1,0 +1,217 @@
+use rstest::rstest;
+
+use crate::engine::version::KubeVersion;
+use crate::providers::data::{Entry, VersionOf, table};
+use crate::providers::{Provider, Provider::*};
+use crate::testkit::{Expect, Expect::*, assert_outcome, cfg, create, expect, lb, run, update};
+
+const FORMAT: &str = "annotation-value-format";
+const VERSION: &str = "annotation-ccm-version";
+
+#[rstest]
+#[case::ctyun_id(Ctyun, "id", "lb-abc123", Pass)]
+#[case::ctyun_id_empty(Ctyun, "id", "", Deny)]
+#[case::ctyun_spec_space(Ctyun, "spec", "standard I", Deny)]
+#[case::huawei_algorithm(Huawei, "lb-algorithm", "LEAST_CONNECTIONS", Pass)]
+#[case::huawei_algorithm_case(Huawei, "lb-algorithm", "round_robin", Deny)]
+#[case::huawei_flag(Huawei, "health-check-flag", "off", Pass)]
+#[case::huawei_flag_bool(Huawei, "health-check-flag", "false", Deny)]
+#[case::huawei_option_json(Huawei, "health-check-option", r#"{"delay":"5"}"#, Pass)]
+#[case::huawei_option_broken(Huawei, "health-check-option", r#"{"delay":5"#, Deny)]
+#[case::huawei_timeout(Huawei, "member_timeout", "300", Pass)]
+#[case::huawei_timeout_high(Huawei, "member_timeout", "301", Deny)]
+#[case::huawei_tags(Huawei, "tags", "team=web,env=prod", Pass)]
+#[case::huawei_tags_bad(Huawei, "tags", "team", Deny)]
+#[case::volc_scheduler(Volcengine, "scheduler", "wlc", Pass)]
+#[case::volc_scheduler_bad(Volcengine, "scheduler", "rr", Deny)]
+#[case::volc_address_type(Volcengine, "address-type", "PRIVATE", Pass)]
+#[case::volc_address_type_case(Volcengine, "address-type", "private", Deny)]
+#[case::volc_interval(Volcengine, "health-check-interval", "10", Pass)]
+#[case::volc_interval_zero(Volcengine, "health-check-interval", "0", Deny)]
+#[case::volc_acl_ids(Volcengine, "acl-id", "acl-1,acl-2", Pass)]
+#[case::volc_acl_ids_empty(Volcengine, "acl-id", "acl-1,", Deny)]
+fn value_format(
+    #[case] p: Provider,
+    #[case] suffix: &str,
+    #[case] value: &str,
+    #[case] want: Expect,
+) {
+    let v = expect(&create(lb().pa(p, suffix, value)), &cfg(""), FORMAT, want);
+    if want == Deny {
+        let msg = v.denial_message().unwrap();
+        assert!(
+            msg.contains(suffix) && msg.contains("expected") && msg.contains("e.g."),
+            "{msg}"
+        );
+    }
+}
+
+/// Formats that have their own rule stay there: one finding, under the known id.
+#[rstest]
+#[case(Ctyun, "ip-mode", "VIP", "ip-mode-value")]
+#[case(Ctyun, "address-type", "public", "address-type-value")]
+#[case(Huawei, "class", "dedicated", "enum-values")]
+#[case(Volcengine, "weight", "200", "weight-range")]
+fn owned_formats_are_left_to_their_rule(
+    #[case] p: Provider,
+    #[case] suffix: &str,
+    #[case] value: &str,
+    #[case] owner: &str,
+) {
+    let v = expect(&create(lb().pa(p, suffix, value)), &cfg(""), FORMAT, Pass);
+    assert_outcome(&v, owner, Deny);
+}
+
+#[rstest]
+#[case::ctyun_new(Ctyun, "spec", "ccm", "v1.0.0", Pass)]
+#[case::ctyun_old(Ctyun, "spec", "ccm", "v0.9.8", Warn)]
+#[case::alibaba_new(Alibaba, "delete-protection", "ccm", "v2.10.0", Pass)]
+#[case::alibaba_build(
+    Alibaba,
+    "delete-protection",
+    "ccm",
+    "v1.9.3.304-g1f42462-aliyun",
+    Pass
+)]
+#[case::alibaba_old(
+    Alibaba,
+    "delete-protection",
+    "ccm",
+    "v1.9.3.220-g24b1885-aliyun",
+    Warn
+)]
+#[case::alibaba_charge_old(Alibaba, "instance-charge-type", "ccm", "v2.3.9", Warn)]
+#[case::huawei_new(Huawei, "enterpriseID", "cluster", "v1.15.0", Pass)]
+#[case::huawei_old(Huawei, "enterpriseID", "cluster", "v1.13.10-r0", Warn)]
+fn ccm_version(
+    #[case] p: Provider,
+    #[case] suffix: &str,
+    #[case] of: &str,
+    #[case] version: &str,
+    #[case] want: Expect,
+) {
+    let config = cfg(&format!("{of}:\n  version: \"{version}\"\n"));
+    let v = expect(&create(lb().pa(p, suffix, "x")), &config, VERSION, want);
+    if want == Warn {
+        let w = v.warnings().join("\n");
+        assert!(w.contains("or newer") && w.contains(suffix), "{w}");
+    }
+}
+
+#[test]
+fn ccm_version_is_silent_when_unknown() {
+    let s = lb().pa(Alibaba, "delete-protection", "on");
+    let v = run(&create(s), &cfg(""));
+    assert!(!v.rule_ids().contains(&VERSION), "{v:?}");
+}
+
+#[test]
+fn ccm_version_can_deny() {
+    let s = lb().pa(Alibaba, "delete-protection", "on");
+    let config = cfg("ccm:\n  version: v1.9.3\nrules:\n  annotation-ccm-version: deny\n");
+    expect(&create(s), &config, VERSION, Deny);
+}
+
+/// Updates ratchet: an annotation the live object already had does not block.
+#[test]
+fn value_format_ratchets_on_update() {
+    let old = lb().pa(Huawei, "lb-algorithm", "round_robin");
+    let new = old.clone().pa(Huawei, "lb-algorithm", "round_robin");
+    expect(&update(old, new), &cfg(""), FORMAT, Warn);
+}
+
+/// The version just below `v` (the last release before it).
+fn below(v: KubeVersion) -> KubeVersion {
+    let mut b = v;
+    if v.revision > 0 {
+        b.revision -= 1;
+    } else if v.build > 0 {
+        b.build -= 1;
+    } else if v.patch > 0 {
+        b.patch -= 1;
+    } else if v.minor > 0 {
+        b.minor -= 1;
+        b.patch = 99;
+    } else {
+        b.major -= 1;
+        b.minor = 99;
+    }
+    b
+}
+
+fn owner(e: &Entry) -> &str {
+    e.rule.as_deref().unwrap_or(FORMAT)
+}
+
+fn version_config(p: Provider, v: KubeVersion) -> crate::config::Config {
+    let of = match table(p).version_of {
+        VersionOf::Ccm => "ccm",
+        VersionOf::Cluster => "cluster",
+    };
+    cfg(&format!("{of}:\n  version: \"{v}\"\n"))
+}
+
+/// Walks a provider's table: every name known, every enumeration value accepted, a wrong
+/// value denied by the rule that owns the format, and every annotation warned about below
+/// its first version and not at it.
+fn walk(p: Provider) {
+    let t = table(p);
+    let mut all = lb();
+    for e in &t.annotations {
+        let example = e.format.example().trim_matches(['"', '\'']).to_string();
+        all = all.pa(p, &e.name, &example);
+    }
+    let v = run(&create(all), &cfg(""));
+    let unknown: Vec<_> = v
+        .violations
+        .iter()
+        .filter(|x| x.rule == "unknown-annotation")
+        .collect();
+    assert!(unknown.is_empty(), "{p}: {unknown:#?}");
+
+    for e in &t.annotations {
+        let mut good: Vec<String> = e.format.allowed();
+        if let crate::providers::data::Format::Int(r) = &e.format {
+            good.extend(r.iter().map(i64::to_string));
+        }
+        for value in good {
+            let v = run(&create(lb().pa(p, &e.name, &value)), &cfg(""));
+            // Accepted: the owner may still advise (weight 0 warns), but denies nothing.
+            let denied: Vec<_> = v.denials().filter(|d| d.rule == owner(e)).collect();
+            assert!(denied.is_empty(), "{p} {} = {value}: {denied:#?}", e.name);
+            assert_outcome(&v, FORMAT, Pass);
+        }
+        if let Some(bad) = e.format.counterexample() {
+            let v = run(&create(lb().pa(p, &e.name, &bad)), &cfg(""));
+            assert_outcome(&v, owner(e), Deny);
+        }
+        if let (Some(first), None) = (e.since.first(), &e.version_rule) {
+            let value = e.format.example().trim_matches(['"', '\'']).to_string();
+            let s = || create(lb().pa(p, &e.name, &value));
+            let v = run(&s(), &version_config(p, below(*first)));
+            assert_outcome(&v, VERSION, Warn);
+            let v = run(&s(), &version_config(p, *first));
+            assert_outcome(&v, VERSION, Pass);
+        }
+    }
+}
+
+#[test]
+fn walk_ctyun() {
+    walk(Ctyun);
+}
+
+#[test]
+fn walk_alibaba() {
+    walk(Alibaba);
+}
+
+#[test]
+fn walk_huawei() {
+    walk(Huawei);
+}
+
+#[test]
+fn walk_volcengine() {
+    walk(Volcengine);
+}
