@@ -70,7 +70,7 @@ static KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
     ];
     for p in Provider::ALL {
         let cat = catalog(p);
-        for name in cat.known {
+        for name in cat.table().names() {
             for prefix in cat.prefixes() {
                 keys.push(format!("{prefix}{name}"));
             }

@@ -204,12 +204,65 @@ pub enum OnStale {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct CcmConfig {
+    /// The cloud controller's version, or `auto`: read from its workload's image tag.
     pub version: Option<String>,
+    /// Where `version: auto` finds the controller, per provider (see `workload_for`).
+    pub workloads: BTreeMap<Provider, CcmWorkload>,
     /// Users allowed to touch what the CCM owns (finalizers, system annotations).
     pub users: Vec<String>,
     pub groups: Vec<String>,
     /// Finalizers protected in addition to the providers' own.
     pub finalizers: Vec<String>,
+}
+
+/// `ccm.version` value that reads the version from the cluster.
+pub const CCM_VERSION_AUTO: &str = "auto";
+
+/// The Deployment or DaemonSet that runs a cloud controller.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct CcmWorkload {
+    pub namespace: String,
+    pub name: String,
+    /// `Deployment` or `DaemonSet`; unset tries a Deployment, then a DaemonSet.
+    pub kind: Option<WorkloadKind>,
+    /// The container whose image tag is the version; unset: the one whose name or image
+    /// says controller-manager, else the first.
+    pub container: Option<String>,
+}
+
+impl Default for CcmWorkload {
+    fn default() -> Self {
+        Self {
+            namespace: "kube-system".into(),
+            name: "cloud-controller-manager".into(),
+            kind: None,
+            container: None,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, Serialize)]
+pub enum WorkloadKind {
+    Deployment,
+    DaemonSet,
+}
+
+impl CcmConfig {
+    pub fn auto(&self) -> bool {
+        self.version.as_deref() == Some(CCM_VERSION_AUTO)
+    }
+
+    /// Where the provider's controller runs in the cluster, if anywhere. Huawei CCE runs it
+    /// in the managed control plane (its annotations are gated by the cluster version), so it
+    /// has none unless configured; the others default to kube-system/cloud-controller-manager.
+    pub fn workload_for(&self, p: Provider) -> Option<CcmWorkload> {
+        match self.workloads.get(&p) {
+            Some(w) => Some(w.clone()),
+            None if p == Provider::Huawei => None,
+            None => Some(CcmWorkload::default()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -344,9 +397,12 @@ impl Config {
             problems.push(format!("cluster.version: {e}"));
         }
         if let Some(v) = &self.ccm.version
+            && v != CCM_VERSION_AUTO
             && let Err(e) = v.parse::<KubeVersion>()
         {
-            problems.push(format!("ccm.version: {e}"));
+            problems.push(format!(
+                "ccm.version: {e} (or \"auto\" to read it from the cluster)"
+            ));
         }
         if let Some(w) = self.defaults.volcengine_weight
             && w > 100

@@ -247,3 +247,34 @@ pub fn assert_outcome(v: &Verdict, id: &str, want: Expect) {
         assert!(m.message.starts_with(&format!("[{id}] ")), "{}", m.message);
     }
 }
+
+/// A fake API server: answers GETs of the paths in `objects`, 404 for the rest.
+pub fn fake_api(objects: Vec<(&'static str, serde_json::Value)>) -> kube::Client {
+    use http::{Request, Response, StatusCode};
+    use kube::client::Body;
+    use serde_json::json;
+    let svc = tower::service_fn(move |req: Request<Body>| {
+        let path = req.uri().path().to_string();
+        let hit = objects
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, o)| o.clone());
+        async move {
+            let (status, body) = match hit {
+                Some(o) => (StatusCode::OK, o),
+                None => (
+                    StatusCode::NOT_FOUND,
+                    json!({"kind": "Status", "apiVersion": "v1", "status": "Failure",
+                           "reason": "NotFound", "code": 404, "message": "not found"}),
+                ),
+            };
+            Ok::<_, std::convert::Infallible>(
+                Response::builder()
+                    .status(status)
+                    .body(Body::from(serde_json::to_vec(&body).unwrap()))
+                    .unwrap(),
+            )
+        }
+    });
+    kube::Client::new(svc, "default")
+}

@@ -619,6 +619,49 @@ fn listener_claims_get_a_namespaced_role_and_nothing_cluster_wide() {
 }
 
 #[test]
+fn ccm_version_auto_may_get_the_controller_workload_only() {
+    let ccm_role = |r: &Rendered| -> Vec<Role> {
+        r.kind("Role")
+            .into_iter()
+            .map(|v| serde_json::from_value::<Role>(v.clone()).unwrap())
+            .filter(|role| role.metadata.name.as_deref() == Some("lbguard-ccm-version"))
+            .collect()
+    };
+    assert!(ccm_role(&render(json!({}))).is_empty());
+    let r = render(
+        json!({"provider": "alibaba", "config": {"ccm": {"version": "auto",
+        "workloads": {"alibaba": {"name": "ccm", "namespace": "ack-system"}}}}}),
+    );
+    let roles = ccm_role(&r);
+    assert_eq!(roles.len(), 1, "{roles:?}");
+    assert_eq!(roles[0].metadata.namespace.as_deref(), Some("ack-system"));
+    let rule = &roles[0].rules.as_ref().unwrap()[0];
+    assert_eq!(rule.verbs, ["get"]);
+    assert_eq!(
+        rule.resource_names.as_deref(),
+        Some(&["ccm".to_string()][..])
+    );
+    assert_eq!(
+        rule.resources.as_deref(),
+        Some(&["deployments".to_string(), "daemonsets".to_string()][..])
+    );
+    let binding: RoleBinding = r.named("RoleBinding", "lbguard-ccm-version");
+    assert_eq!(binding.metadata.namespace.as_deref(), Some("ack-system"));
+    // Provider auto: every default-placed controller, one Role per namespace; Huawei's
+    // controller is not in the cluster, so nothing is granted for it.
+    let r = render(json!({"config": {"ccm": {"version": "auto"}}}));
+    let roles = ccm_role(&r);
+    assert_eq!(roles.len(), 1);
+    assert_eq!(roles[0].metadata.namespace.as_deref(), Some("kube-system"));
+    let names = roles[0].rules.as_ref().unwrap()[0].resource_names.clone();
+    assert_eq!(names, Some(vec!["cloud-controller-manager".to_string()]));
+    let r = render(json!({"provider": "huawei", "config": {"ccm": {"version": "auto"}}}));
+    assert!(ccm_role(&r).is_empty());
+    let report = helm("lint", &json!({"config": {"ccm": {"version": "auto"}}}));
+    assert_eq!(report["errors"], json!([]), "{report}");
+}
+
+#[test]
 fn wrong_values_fail_at_install_time() {
     for (values, word) in [
         (json!({"provider": "aws"}), "provider"),

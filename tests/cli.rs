@@ -39,7 +39,10 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
     for r in results {
         let file = r["file"].as_str().unwrap();
         let base = file.rsplit('/').next().unwrap().split(' ').next().unwrap();
-        if let Some(rule) = base
+        if base.starts_with("bad-annotation-ccm-version-") {
+            // Silent without a version: see ccm_version_examples_warn_below_their_version.
+            assert_eq!(r["allowed"], true, "{file}: {r}");
+        } else if let Some(rule) = base
             .strip_prefix("bad-")
             .and_then(|b| b.strip_suffix(".yaml"))
         {
@@ -52,7 +55,9 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
                 .filter(|v| v["action"] == "deny")
                 .map(|v| v["rule"].as_str().unwrap())
                 .collect();
-            assert!(denied_by.contains(&rule), "{file}: {denied_by:?}");
+            // bad-<rule>.yaml or bad-<rule>-<what>.yaml
+            let named = |r: &&str| rule == *r || rule.starts_with(&format!("{r}-"));
+            assert!(denied_by.iter().any(named), "{file}: {denied_by:?}");
         } else if let Some(rule) = base
             .strip_prefix("deny-")
             .and_then(|b| b.strip_suffix(".yaml"))
@@ -74,6 +79,48 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
     );
     // The config and the inventory are not Kubernetes objects; the state has a Node and an Ingress.
     assert_eq!(doc["summary"]["skipped"], 4);
+}
+
+/// Each `bad-annotation-ccm-version-*` example, checked at a version below what its
+/// annotation needs, with the rule set to deny: denied by that rule alone.
+#[test]
+fn ccm_version_examples_warn_below_their_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(&config, "rules:\n  annotation-ccm-version: deny\n").unwrap();
+    let cases = [
+        ("ctyun", "spec", "--ccm-version", "v0.9.0"),
+        ("alibaba", "delete-protection", "--ccm-version", "v1.9.3"),
+        ("huawei", "enterprise-id", "--cluster-version", "v1.13.10"),
+    ];
+    for (provider, what, flag, version) in cases {
+        let file = format!("examples/{provider}/bad-annotation-ccm-version-{what}.yaml");
+        let args = [
+            "check",
+            "--output",
+            "json",
+            "--config",
+            config.to_str().unwrap(),
+        ];
+        let out = lbguard(&[&args[..], &[flag, version, &file]].concat(), None);
+        let doc = json(&out);
+        let r = &doc["results"][0];
+        assert_eq!(r["allowed"], false, "{file}: {r}");
+        for v in r["violations"].as_array().unwrap() {
+            assert_eq!(v["rule"], "annotation-ccm-version", "{file}: {r}");
+        }
+        // At the default action it is a warning, and not at all at a new enough version.
+        let out = lbguard(&["check", "--output", "json", flag, version, &file], None);
+        let r = &json(&out)["results"][0];
+        assert_eq!(r["allowed"], true, "{file}: {r}");
+        assert_eq!(r["violations"][0]["action"], "warn", "{file}: {r}");
+        let out = lbguard(&["check", "--output", "json", flag, "v3.0.0", &file], None);
+        assert_eq!(
+            json(&out)["results"][0]["violations"],
+            serde_json::json!([]),
+            "{file}"
+        );
+    }
 }
 
 #[test]

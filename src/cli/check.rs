@@ -37,6 +37,10 @@ pub struct CheckArgs {
     /// The cluster's Kubernetes version, e.g. v1.31.4 or v1.29.15-r90 (overrides the config).
     #[arg(long)]
     pub cluster_version: Option<String>,
+    /// The cloud controller's version, e.g. v2.10.0 (overrides the config; `auto` needs a
+    /// cluster, so offline it means unknown).
+    #[arg(long)]
+    pub ccm_version: Option<String>,
     /// Live objects: a Service here with the same namespace/name is checked as an UPDATE.
     #[arg(long = "old", value_name = "FILE")]
     pub old: Vec<PathBuf>,
@@ -328,6 +332,9 @@ fn build_config(args: &CheckArgs) -> Result<Config, String> {
     }
     if let Some(v) = &args.cluster_version {
         config.cluster.version = Some(v.clone());
+    }
+    if let Some(v) = &args.ccm_version {
+        config.ccm.version = Some(v.clone());
     }
     let problems = config.problems();
     if !problems.is_empty() {

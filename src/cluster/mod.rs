@@ -3,6 +3,7 @@
 //! lookup costs the same with 100 or 100,000 Services.
 
 pub mod audit;
+pub mod ccm;
 pub mod watch;
 
 use std::collections::{HashMap, HashSet};

@@ -126,7 +126,8 @@ impl Versions {
     pub fn from_config(config: &Config) -> Self {
         Self {
             cluster: Known::from_option(config.cluster.version.as_deref()),
-            ccm: Known::from_option(config.ccm.version.as_deref()),
+            // `auto` stays unknown until the server reads it from the cluster.
+            ccm: Known::from_option(config.ccm.version.as_deref().filter(|_| !config.ccm.auto())),
         }
     }
 }

@@ -531,7 +531,13 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
     let mut claims = Vec::new();
     match endpoint {
         Endpoint::Validate => {
-            let mut verdict = evaluate(&input, config, &app.versions, &*app.cluster, inventory);
+            let mut verdict = evaluate(
+                &input,
+                config,
+                &app.versions.load(),
+                &*app.cluster,
+                inventory,
+            );
             if hold_ports(app, &input, &mut verdict) {
                 claims = claims_needed(app, &input, &verdict);
             }
@@ -572,7 +578,7 @@ fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Re
             }
         }
         Endpoint::Mutate => {
-            if let Some(m) = mutate(&input, config, &app.versions, inventory)
+            if let Some(m) = mutate(&input, config, &app.versions.load(), inventory)
                 && m.changed()
             {
                 let patch = serde_json::to_value(input.object.as_ref())

@@ -43,7 +43,8 @@ pub const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// Shared by every request.
 pub struct App {
     pub config: Config,
-    pub versions: Versions,
+    /// Cluster and controller versions; the controller's is re-read with `ccm.version: auto`.
+    pub versions: arc_swap::ArcSwap<Versions>,
     pub metrics: Arc<Metrics>,
     /// The load balancer inventory, when configured.
     pub inventory: Option<Arc<InventoryStore>>,
@@ -75,7 +76,7 @@ pub type AppState = Arc<App>;
 impl App {
     pub fn new(config: Config, metrics: Arc<Metrics>) -> AppState {
         Arc::new(App {
-            versions: Versions::from_config(&config),
+            versions: arc_swap::ArcSwap::from_pointee(Versions::from_config(&config)),
             cluster: Arc::new(ClusterState::new(config.provider)),
             report: arc_swap::ArcSwap::from_pointee(Report::default()),
             config,

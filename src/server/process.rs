@@ -48,7 +48,12 @@ impl App {
             Some(s) => s.as_ref(),
             None => &EmptyInventory,
         };
-        let (report, offending) = audit(&self.cluster, &self.config, &self.versions, inventory);
+        let (report, offending) = audit(
+            &self.cluster,
+            &self.config,
+            &self.versions.load(),
+            inventory,
+        );
         self.metrics.audit_violations.clear();
         for ((rule, action, namespace), n) in report.counts() {
             self.metrics
@@ -252,6 +257,71 @@ pub struct Running {
     pub done: tokio::task::JoinHandle<()>,
 }
 
+/// How often `ccm.version: auto` re-reads the controller's image (upgrades are rare).
+pub const CCM_REFRESH: Duration = Duration::from_secs(600);
+
+/// Reads the cloud controller's version from its workload. Keeps the last known version
+/// when the API server cannot answer; forgets it when the workload is gone.
+pub async fn refresh_ccm_version(client: &kube::Client, app: &App) {
+    use crate::cluster::ccm::discover;
+    use crate::engine::version::Known;
+    let found = tokio::time::timeout(
+        Duration::from_secs(10),
+        discover(client, &app.config.ccm, app.config.provider),
+    )
+    .await;
+    let ccm = match found {
+        Ok(Ok(Some(f))) => {
+            let known = Known::from_option(Some(&f.version));
+            match &known {
+                Known::Yes(v) => {
+                    tracing::debug!(provider = %f.provider, workload = %f.workload, version = %v, "cloud controller version from the cluster")
+                }
+                _ => {
+                    tracing::warn!(workload = %f.workload, image = %f.image, "the cloud controller's image tag is not a version; set ccm.version")
+                }
+            }
+            known
+        }
+        Ok(Ok(None)) => {
+            tracing::warn!(
+                "ccm.version is auto but no cloud controller workload was found (managed outside the cluster?); set ccm.version or ccm.workloads"
+            );
+            Known::Missing
+        }
+        Ok(Err(e)) => {
+            tracing::warn!(error = %e, "cannot read the cloud controller's workload; keeping the last version");
+            return;
+        }
+        Err(_) => {
+            tracing::warn!(
+                "reading the cloud controller's workload timed out; keeping the last version"
+            );
+            return;
+        }
+    };
+    let current = app.versions.load();
+    if current.ccm != ccm {
+        if let Known::Yes(v) = &ccm {
+            tracing::info!(version = %v, "cloud controller version");
+        }
+        app.versions.store(Arc::new(crate::engine::Versions {
+            cluster: current.cluster.clone(),
+            ccm,
+        }));
+    }
+}
+
+fn spawn_ccm_refresh(client: kube::Client, app: std::sync::Weak<App>) {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(CCM_REFRESH).await;
+            let Some(app) = app.upgrade() else { return };
+            refresh_ccm_version(&client, &app).await;
+        }
+    });
+}
+
 /// Loads TLS and the inventory (failing on bad first files), connects the cluster view,
 /// binds, and serves until `shutdown`.
 pub async fn start(
@@ -329,6 +399,12 @@ pub async fn start(
             }),
         );
         spawn_audit(Arc::clone(&app), Some(client.clone()));
+    }
+    if let Some(client) = &opts.client
+        && app.config.ccm.auto()
+    {
+        refresh_ccm_version(client, &app).await;
+        spawn_ccm_refresh(client.clone(), Arc::downgrade(&app));
     }
     let listener = TcpListener::bind(opts.addr)
         .await
