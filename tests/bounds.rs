@@ -69,9 +69,10 @@ async fn a_thousand_idle_or_slow_connections_do_not_starve_real_requests() {
     let busy = p99(&c, 4, 800).await;
     assert_eq!(held.len(), 1000);
     eprintln!("p99 quiet {quiet} µs, with 1,000 idle/slow connections {busy} µs");
-    // Within 2x of the quiet figure (with 1 ms of slack for a shared CI machine's jitter).
+    // Starvation would cost seconds; allow 3x the quiet figure plus 5 ms, since the other
+    // tests of this file run at the same time on a 2-core CI machine.
     assert!(
-        busy <= 2 * quiet + 1000,
+        busy <= 3 * quiet + 5000,
         "p99 with 1,000 idle/slow connections {busy} µs vs {quiet} µs without"
     );
 }
