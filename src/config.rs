@@ -155,8 +155,8 @@ pub struct ClusterConfig {
 }
 
 /// A duration in config: `90s`, `5m`, `500ms` or plain seconds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(try_from = "serde_yaml_ng::Value", into = "String")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(into = "String")]
 pub struct Seconds(pub std::time::Duration);
 
 impl From<Seconds> for std::time::Duration {
@@ -171,22 +171,37 @@ impl From<Seconds> for String {
     }
 }
 
-impl TryFrom<serde_yaml_ng::Value> for Seconds {
-    type Error = String;
-    fn try_from(v: serde_yaml_ng::Value) -> Result<Self, Self::Error> {
-        match v {
-            serde_yaml_ng::Value::Number(n) => n
-                .as_u64()
-                .map(std::time::Duration::from_secs)
-                .ok_or_else(|| format!("{n} is not a whole number of seconds"))
-                .and_then(|d| {
-                    (d <= crate::server::process::MAX_DURATION)
-                        .then_some(Seconds(d))
-                        .ok_or_else(|| format!("{n} seconds is longer than a year"))
-                }),
-            serde_yaml_ng::Value::String(s) => crate::server::parse_duration(&s).map(Seconds),
-            other => Err(format!("{other:?} is not a duration like 90s or 5m")),
+impl<'de> Deserialize<'de> for Seconds {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Seconds;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a duration like 90s or 5m, or whole seconds")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Seconds, E> {
+                let d = std::time::Duration::from_secs(n);
+                if d <= crate::server::process::MAX_DURATION {
+                    Ok(Seconds(d))
+                } else {
+                    Err(E::custom(format!("{n} seconds is longer than a year")))
+                }
+            }
+            fn visit_i64<E: serde::de::Error>(self, n: i64) -> Result<Seconds, E> {
+                u64::try_from(n)
+                    .map_err(|_| E::custom(format!("{n} is not a whole number of seconds")))
+                    .and_then(|n| self.visit_u64(n))
+            }
+            fn visit_f64<E: serde::de::Error>(self, n: f64) -> Result<Seconds, E> {
+                Err(E::custom(format!("{n} is not a whole number of seconds")))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Seconds, E> {
+                crate::server::parse_duration(s)
+                    .map(Seconds)
+                    .map_err(E::custom)
+            }
         }
+        d.deserialize_any(V)
     }
 }
 
@@ -365,9 +380,9 @@ impl Config {
         let config: Config = if text.trim().is_empty() {
             Config::default()
         } else {
-            serde_yaml_ng::from_str(text).map_err(|e| ConfigError::Parse {
+            crate::yaml::from_str(text).map_err(|message| ConfigError::Parse {
                 path: path.to_string(),
-                message: e.to_string(),
+                message,
             })?
         };
         let problems = config.problems();

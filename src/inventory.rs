@@ -187,17 +187,9 @@ impl Snapshot {
         let file: InventoryFile = if text.trim().is_empty() {
             InventoryFile::default()
         } else {
-            let de = serde_yaml_ng::Deserializer::from_str(text);
-            serde_path_to_error::deserialize(de).map_err(|e| {
-                let at = e.path().to_string();
-                InventoryError::Parse {
-                    path: path.into(),
-                    message: if at == "." {
-                        e.inner().to_string()
-                    } else {
-                        format!("{at}: {}", e.inner())
-                    },
-                }
+            crate::yaml::from_str(text).map_err(|message| InventoryError::Parse {
+                path: path.into(),
+                message,
             })?
         };
         let mut seen = HashMap::new();

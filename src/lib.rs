@@ -11,6 +11,7 @@ pub mod providers;
 pub mod reload;
 pub mod rules;
 pub mod server;
+pub mod yaml;
 
 #[cfg(test)]
 pub mod testkit;

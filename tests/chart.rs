@@ -87,11 +87,8 @@ fn render(values: Value) -> Rendered {
         if path.ends_with("NOTES.txt") {
             continue;
         }
-        for doc in serde_yaml_ng::Deserializer::from_str(&text) {
-            let v = Value::deserialize(doc).unwrap_or_else(|e| panic!("{path}: {e}"));
-            if !v.is_null() {
-                objects.push(v);
-            }
+        for doc in lbguard::yaml::documents(&text) {
+            objects.push(doc.unwrap_or_else(|e| panic!("{path}: {e}")));
         }
     }
     let r = Rendered(objects);

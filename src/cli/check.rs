@@ -9,7 +9,7 @@ use std::process::ExitCode;
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::cluster::ClusterState;
@@ -212,19 +212,15 @@ pub fn load(paths: &[PathBuf]) -> Loaded {
                 continue;
             }
         };
-        for (i, doc) in serde_yaml_ng::Deserializer::from_str(&text).enumerate() {
+        // Empty documents are skipped (not counted); a syntax error ends the stream.
+        for (i, doc) in crate::yaml::documents(&text).into_iter().enumerate() {
             let origin = format!("{name} document {}", i + 1);
-            match Value::deserialize(doc) {
-                Ok(Value::Null) => {}
+            match doc {
                 Ok(v @ Value::Object(_)) => collect(v, &origin, &mut loaded, 0),
                 Ok(_) => loaded.errors.push(format!(
                     "{origin}: not a Kubernetes object (expected a mapping)"
                 )),
-                Err(e) => {
-                    loaded.errors.push(format!("{origin}: not valid YAML: {e}"));
-                    // The YAML stream cannot be resumed after a syntax error.
-                    break;
-                }
+                Err(e) => loaded.errors.push(format!("{origin}: not valid YAML: {e}")),
             }
         }
     }
