@@ -24,7 +24,7 @@ static RT: LazyLock<tokio::runtime::Runtime> = LazyLock::new(|| {
 });
 
 static ROUTER: LazyLock<axum::Router> = LazyLock::new(|| {
-    let config = Config::parse(
+    let config = lbguard::engine::parse_config(
         "cluster:\n  version: v1.31.0\nccm:\n  version: v1.45.0\ndefaults:\n  volcengineWeight: 50\n  huaweiElbClass: performance\naudit:\n  interval: 0\n",
         "fuzz",
     )
@@ -80,7 +80,7 @@ static KEYS: LazyLock<Vec<String>> = LazyLock::new(|| {
 });
 
 static CONFIG: LazyLock<Config> = LazyLock::new(|| {
-    Config::parse(
+    lbguard::engine::parse_config(
         "cluster:\n  version: v1.29.15-r90\n  proxyMode: ipvs\n  flavor: turbo\n  vpcId: vpc-1\nccm:\n  version: v1.45.0\ndefaults:\n  volcengineWeight: 50\n  huaweiElbClass: performance\n  ctyunIpModeProxy: true\n",
         "fuzz",
     )
@@ -174,7 +174,7 @@ pub fn annotations(data: &[u8]) {
 
 pub fn config(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = lbguard::config::Config::parse(text, "fuzz.yaml");
+        let _ = lbguard::engine::parse_config(text, "fuzz.yaml");
     }
 }
 

@@ -8,126 +8,11 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 
-use crate::engine::Inventory;
-use crate::providers::Provider;
-
-/// What each provider calls its load balancers.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum LbKind {
-    /// CTyun ELB.
-    Elb,
-    /// Alibaba and Volcengine Classic Load Balancer.
-    Clb,
-    /// Alibaba and Volcengine Network Load Balancer.
-    Nlb,
-    /// Huawei shared ELB (`elb.class: union`).
-    ElbShared,
-    /// Huawei dedicated ELB (`elb.class: performance`).
-    ElbDedicated,
-}
-
-impl LbKind {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            LbKind::Elb => "elb",
-            LbKind::Clb => "clb",
-            LbKind::Nlb => "nlb",
-            LbKind::ElbShared => "elb-shared",
-            LbKind::ElbDedicated => "elb-dedicated",
-        }
-    }
-
-    /// The kinds a provider's load balancers can have.
-    pub fn of(provider: Provider) -> &'static [LbKind] {
-        match provider {
-            Provider::Ctyun => &[LbKind::Elb],
-            Provider::Alibaba | Provider::Volcengine => &[LbKind::Clb, LbKind::Nlb],
-            Provider::Huawei => &[LbKind::ElbShared, LbKind::ElbDedicated],
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum AddressType {
-    Internet,
-    Intranet,
-}
-
-impl AddressType {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            AddressType::Internet => "internet",
-            AddressType::Intranet => "intranet",
-        }
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum CreatedBy {
-    User,
-    Ccm,
-    Apiserver,
-    Ingress,
-}
-
-impl CreatedBy {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            CreatedBy::User => "user",
-            CreatedBy::Ccm => "ccm",
-            CreatedBy::Apiserver => "apiserver",
-            CreatedBy::Ingress => "ingress",
-        }
-    }
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Listener {
-    pub port: u16,
-    /// TCP, UDP, HTTP, HTTPS or TLS (any case).
-    pub protocol: String,
-    /// `external`, or the `namespace/name` of the Service that owns it.
-    #[serde(default = "external")]
-    pub owner: String,
-}
-
-fn external() -> String {
-    "external".into()
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct Attachment {
-    pub cluster: String,
-    pub namespace: String,
-    pub name: String,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields, rename_all = "camelCase")]
-pub struct LoadBalancer {
-    pub id: String,
-    pub provider: Provider,
-    #[serde(default)]
-    pub kind: Option<LbKind>,
-    #[serde(default)]
-    pub address_type: Option<AddressType>,
-    #[serde(default)]
-    pub vpc_id: Option<String>,
-    #[serde(default)]
-    pub created_by: Option<CreatedBy>,
-    #[serde(default)]
-    pub listeners: Vec<Listener>,
-    #[serde(default)]
-    pub attached_from: Vec<Attachment>,
-    /// Huawei dedicated ELB flavors present: `l4`, `l7`.
-    #[serde(default)]
-    pub flavors: Vec<String>,
-}
+use crate::vocab::ctx::Inventory;
+pub use crate::vocab::lb::{
+    AddressType, Attachment, CreatedBy, Family, LbKind, Listener, LoadBalancer, protocol_family,
+};
+use crate::vocab::provider::Provider;
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
@@ -248,30 +133,6 @@ impl Inventory for Snapshot {
 
     fn get(&self, provider: Provider, id: &str) -> Option<&LoadBalancer> {
         self.by_id.get(&(provider, id.to_string()))
-    }
-}
-
-/// Listener port spaces: TCP, HTTP, HTTPS and TLS share one; UDP has its own.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
-pub enum Family {
-    Tcp,
-    Udp,
-}
-
-impl Family {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Family::Tcp => "TCP",
-            Family::Udp => "UDP",
-        }
-    }
-}
-
-pub fn protocol_family(protocol: &str) -> Option<Family> {
-    match protocol.to_ascii_uppercase().as_str() {
-        "TCP" | "HTTP" | "HTTPS" | "TLS" => Some(Family::Tcp),
-        "UDP" => Some(Family::Udp),
-        _ => None,
     }
 }
 

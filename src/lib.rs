@@ -1,17 +1,18 @@
 //! lbguard: a Kubernetes admission webhook for `type: LoadBalancer` Services.
 #![forbid(unsafe_code)]
 
+pub use vocab::{config, yaml};
+
 pub mod claims;
 pub mod cli;
 pub mod cluster;
-pub mod config;
 pub mod engine;
 pub mod inventory;
 pub mod providers;
 pub mod reload;
 pub mod rules;
 pub mod server;
-pub mod yaml;
+pub mod vocab;
 
 #[cfg(test)]
 pub mod testkit;

@@ -153,7 +153,7 @@ pub fn delete(old: SvcBuilder) -> Input {
 }
 
 pub fn cfg(yaml: &str) -> Config {
-    Config::parse(yaml, "test").unwrap()
+    crate::engine::parse_config(yaml, "test").unwrap()
 }
 
 pub fn run(input: &Input, config: &Config) -> Verdict {

@@ -368,7 +368,7 @@ fn rendered_config_and_inventory_are_what_lbguard_accepts() {
     let cms = r.kind("ConfigMap");
     assert_eq!(cms.len(), 2);
     let config_text = cms[0]["data"]["config.yaml"].as_str().unwrap();
-    let config = lbguard::config::Config::parse(config_text, "rendered")
+    let config = lbguard::engine::parse_config(config_text, "rendered")
         .unwrap_or_else(|e| panic!("{e}\n{config_text}"));
     assert_eq!(
         config.provider,
@@ -397,7 +397,7 @@ fn rendered_config_and_inventory_are_what_lbguard_accepts() {
     );
     // Default values render a config lbguard accepts too.
     let d = render(json!({}));
-    lbguard::config::Config::parse(
+    lbguard::engine::parse_config(
         d.kind("ConfigMap")[0]["data"]["config.yaml"]
             .as_str()
             .unwrap(),

@@ -8,7 +8,6 @@ use std::sync::Arc;
 
 use axum::body::Body;
 use base64::Engine;
-use lbguard::config::Config;
 use lbguard::server::metrics::Metrics;
 use lbguard::server::{App, router};
 use proptest::prelude::*;
@@ -115,7 +114,7 @@ struct Edge {
 
 impl Edge {
     fn new() -> Self {
-        let config = Config::parse(
+        let config = lbguard::engine::parse_config(
             "cluster:\n  version: v1.31.0\ndefaults:\n  volcengineWeight: 50\n  huaweiElbClass: performance\n  ctyunIpModeProxy: true\n  annotations:\n    service.beta.kubernetes.io/alibaba-cloud-loadbalancer-remove-unscheduled-backend: \"on\"\n",
             "props",
         )

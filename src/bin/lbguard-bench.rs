@@ -713,7 +713,7 @@ mod http {
         std::fs::write(&cert, &certs.cert_pem)?;
         std::fs::write(&key, &certs.key_pem)?;
 
-        let config = lbguard::config::Config::parse(
+        let config = lbguard::engine::parse_config(
             "defaults:\n  volcengineWeight: 100\n  huaweiElbClass: performance\naudit:\n  interval: 0s\ncluster:\n  version: v1.31.0\n",
             "bench",
         )?;

@@ -317,7 +317,9 @@ pub fn check_one(
 
 fn build_config(args: &CheckArgs) -> Result<Config, String> {
     let mut config = match &args.config {
-        Some(p) => Config::load(p).map_err(|e| e.to_string())?,
+        Some(p) => Config::read(p)
+            .and_then(|text| Config::from_yaml(&text, &p.display().to_string()))
+            .map_err(|e| e.to_string())?,
         None => Config::default(),
     };
     if let Some(p) = args.provider {
@@ -332,7 +334,8 @@ fn build_config(args: &CheckArgs) -> Result<Config, String> {
     if let Some(v) = &args.ccm_version {
         config.ccm.version = Some(v.clone());
     }
-    let problems = config.problems();
+    // After the flag overrides, so a bad --cluster-version is reported too.
+    let problems = crate::engine::config_problems(&config);
     if !problems.is_empty() {
         return Err(format!(
             "invalid settings:\n  - {}",

@@ -14,76 +14,12 @@ use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
 use k8s_openapi::api::networking::v1::Ingress;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::config::ProviderChoice;
-use crate::engine::{ClusterView, Svc};
-use crate::inventory::Family;
-use crate::providers::{Provider, catalog};
-use crate::rules::listeners::{listener_ports, skips_listeners};
-
-/// One Service's (or reservation's) use of a load balancer.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LbUser {
-    pub namespace: Arc<str>,
-    pub name: Arc<str>,
-    /// Listener ports: (port, family, listener protocol, upper case).
-    pub ports: Vec<(i32, Family, &'static str)>,
-    /// Huawei `skip-managed-listener: "true"`.
-    pub skip_listener: bool,
-    /// Huawei `elb.pass-through` value.
-    pub pass_through: Option<String>,
-    /// Admitted but not yet seen by the watch: held until this instant.
-    pub reserved_until: Option<Instant>,
-}
-
-impl LbUser {
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-
-    pub fn is_live(&self, now: Instant) -> bool {
-        self.reserved_until.is_none_or(|t| t > now)
-    }
-}
-
-/// An Ingress using an ELB (CCE: `kubernetes.io/elb.id`, port `kubernetes.io/elb.port`).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct IngressUse {
-    pub namespace: String,
-    pub name: String,
-    pub ports: Vec<i32>,
-}
-
-/// Every load balancer a Service uses, one entry per provider whose id it carries.
-pub fn lb_uses(choice: ProviderChoice, svc: Svc) -> Vec<(Provider, String, LbUser)> {
-    let providers: &[Provider] = match &choice {
-        ProviderChoice::Fixed(p) => std::slice::from_ref(p),
-        ProviderChoice::Auto => &Provider::ALL,
-    };
-    let meta = &svc.0.metadata;
-    let namespace: Arc<str> = meta.namespace.as_deref().unwrap_or("default").into();
-    let name: Arc<str> = meta.name.as_deref().unwrap_or_default().into();
-    providers
-        .iter()
-        .filter_map(|p| {
-            let cat = catalog(*p);
-            let id = cat.get(svc, "id")?;
-            Some((
-                *p,
-                id.value.to_string(),
-                LbUser {
-                    namespace: Arc::clone(&namespace),
-                    name: Arc::clone(&name),
-                    ports: listener_ports(cat, svc),
-                    skip_listener: skips_listeners(cat, svc),
-                    pass_through: (*p == Provider::Huawei)
-                        .then(|| cat.get(svc, "pass-through").map(|a| a.value.to_string()))
-                        .flatten(),
-                    reserved_until: None,
-                },
-            ))
-        })
-        .collect()
-}
+use crate::providers::catalog;
+pub use crate::rules::listeners::lb_uses;
+use crate::vocab::config::ProviderChoice;
+use crate::vocab::ctx::{ClusterView, IngressUse, LbUser};
+use crate::vocab::provider::Provider;
+use crate::vocab::service::Svc;
 
 /// A cached LoadBalancer Service: only what the rules read. Names are shared with the
 /// map key and the load balancer index.

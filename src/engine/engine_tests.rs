@@ -295,3 +295,15 @@ fn updates_ratchet_on_problems_the_live_object_already_had() {
         Deny,
     );
 }
+
+#[test]
+fn unknown_rule_and_bad_version_are_both_listed() {
+    let e = crate::engine::parse_config(
+        "rules:\n  no-such-rule: deny\ncluster:\n  version: banana\n",
+        "t.yaml",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(e.contains("no-such-rule"), "{e}");
+    assert!(e.contains("cluster.version"), "{e}");
+}

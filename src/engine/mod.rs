@@ -1,213 +1,37 @@
 //! The pure core: `evaluate` turns an admission input into a verdict, `mutate` into the
 //! desired object. No I/O and no async: every front end (webhook, CLI) calls these.
 
-pub mod input;
 pub mod mutate;
-pub mod service;
-pub mod version;
 
-pub use input::{Input, InputError, Operation, UserInfo};
+pub use crate::vocab::ctx::{
+    ClusterView, Ctx, EmptyCluster, EmptyInventory, Finding, Findings, Inventory, Versions,
+};
+pub use crate::vocab::input::{Input, InputError, Operation, UserInfo};
+pub use crate::vocab::provider::{Annot, annotation_field};
+pub use crate::vocab::service::Svc;
+pub use crate::vocab::version;
 pub use mutate::{AppliedDefault, Mutation, mutate};
-pub use service::Svc;
 
 use serde::Serialize;
 
-use crate::config::{Config, ProviderChoice};
-use crate::providers::{Catalog, Provider, catalog};
-use crate::rules::{Action, Check, Gate, Rule, registry};
-use version::Known;
+use crate::providers::catalog;
+use crate::rules::registry;
+use crate::vocab::config::{Config, ConfigError, ProviderChoice};
+use crate::vocab::provider::Provider;
+use crate::vocab::rule::{Action, Check, Gate, Rule};
 
-/// Other objects in the cluster, as the watches see them.
-pub trait ClusterView: Send + Sync {
-    /// Appends every Service (or reservation) using load balancer `lb` of `provider`.
-    fn lb_users(&self, provider: Provider, lb: &str, out: &mut Vec<crate::cluster::LbUser>);
-    /// The node that has this IP address, if any.
-    fn node_with_ip(&self, ip: &str) -> Option<String>;
-    /// Appends the Ingresses that use ELB `elb`.
-    fn ingresses_on(&self, elb: &str, out: &mut Vec<crate::cluster::IngressUse>);
-    /// How long the cache has been missing changes (watch broken), if at all.
-    fn stale_for(&self) -> Option<std::time::Duration>;
-}
-
-/// A cluster with nothing in it: offline checks and standalone mode.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct EmptyCluster;
-impl ClusterView for EmptyCluster {
-    fn lb_users(&self, _: Provider, _: &str, _: &mut Vec<crate::cluster::LbUser>) {}
-    fn node_with_ip(&self, _: &str) -> Option<String> {
-        None
-    }
-    fn ingresses_on(&self, _: &str, _: &mut Vec<crate::cluster::IngressUse>) {}
-    fn stale_for(&self) -> Option<std::time::Duration> {
-        None
-    }
-}
-
-/// Facts about load balancers that Kubernetes does not hold.
-pub trait Inventory: Send + Sync {
-    /// False when no inventory is configured: inventory rules then stay silent.
-    fn configured(&self) -> bool;
-    fn get(&self, provider: Provider, id: &str) -> Option<&crate::inventory::LoadBalancer>;
-}
-
-/// No inventory configured.
-#[derive(Debug, Default, Clone, Copy)]
-pub struct EmptyInventory;
-impl Inventory for EmptyInventory {
-    fn configured(&self) -> bool {
-        false
-    }
-    fn get(&self, _: Provider, _: &str) -> Option<&crate::inventory::LoadBalancer> {
-        None
-    }
-}
-
-/// Everything a rule may read. Built once per request.
-pub struct Ctx<'a> {
-    pub input: &'a Input,
-    pub new: Option<Svc<'a>>,
-    pub old: Option<Svc<'a>>,
-    pub config: &'a Config,
-    pub cluster_version: &'a Known,
-    pub ccm_version: &'a Known,
-    pub cluster: &'a dyn ClusterView,
-    pub inventory: &'a dyn Inventory,
-}
-
-impl<'a> Ctx<'a> {
-    pub fn new(
-        input: &'a Input,
-        config: &'a Config,
-        versions: &'a Versions,
-        cluster: &'a dyn ClusterView,
-        inventory: &'a dyn Inventory,
-    ) -> Self {
-        Self {
-            input,
-            new: input.object.as_ref().map(Svc),
-            old: input.old_object.as_ref().map(Svc),
-            config,
-            cluster_version: &versions.cluster,
-            ccm_version: &versions.ccm,
-            cluster,
-            inventory,
-        }
-    }
-
-    /// True when the request comes from the cloud controller (config `ccm.users/groups`).
-    pub fn by_ccm(&self) -> bool {
-        self.config.is_ccm(&self.input.user)
-    }
-
-    /// The providers whose rules apply to this request.
-    pub fn providers(&self) -> Vec<Provider> {
-        match self.config.provider {
-            ProviderChoice::Fixed(p) => vec![p],
-            ProviderChoice::Auto => Provider::ALL
-                .into_iter()
-                .filter(|p| {
-                    let c = catalog(*p);
-                    self.new.is_some_and(|s| c.detect(s.0))
-                        || self.old.is_some_and(|s| c.detect(s.0))
-                })
-                .collect(),
-        }
-    }
-}
-
-/// The cluster's and the CCM's versions, parsed once.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Versions {
-    pub cluster: Known,
-    pub ccm: Known,
-}
-
-impl Versions {
-    pub fn from_config(config: &Config) -> Self {
-        Self {
-            cluster: Known::from_option(config.cluster.version.as_deref()),
-            // `auto` stays unknown until the server reads it from the cluster.
-            ccm: Known::from_option(config.ccm.version.as_deref().filter(|_| !config.ccm.auto())),
-        }
-    }
-}
-
-/// One thing a rule found. `advisory` findings are warnings whatever the rule's action.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Finding {
-    pub rule: &'static str,
-    pub field: String,
-    pub message: String,
-    pub advisory: bool,
-    /// The load balancer is not in the inventory: `inventory.unknownLoadBalancer` decides.
-    pub unknown: bool,
-    /// Denies even under a warn rule.
-    pub escalated: bool,
-}
-
-/// What rules push into. Knows which rule is running so rules cannot mislabel findings.
-pub struct Findings {
-    rule: &'static str,
-    items: Vec<Finding>,
-}
-
-impl Findings {
-    pub fn new() -> Self {
-        Self {
-            rule: "",
-            items: Vec::new(),
-        }
-    }
-
-    pub(crate) fn start(&mut self, rule: &'static str) {
-        self.rule = rule;
-    }
-
-    /// A violation of the running rule.
-    pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.add(field.into(), message.into(), false);
-    }
-
-    /// A violation that denies even when the rule's default is warn (unless it is off).
-    pub fn push_deny(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.add(field.into(), message.into(), false);
-        if let Some(last) = self.items.last_mut() {
-            last.escalated = true;
-        }
-    }
-
-    /// Something worth a warning even when the rule denies (e.g. weight 0, unknown version).
-    pub fn advise(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.add(field.into(), message.into(), true);
-    }
-
-    /// The rule needs a load balancer the inventory does not list.
-    pub fn unknown(&mut self, field: impl Into<String>, message: impl Into<String>) {
-        self.add(field.into(), message.into(), false);
-        if let Some(last) = self.items.last_mut() {
-            last.unknown = true;
-        }
-    }
-
-    fn add(&mut self, field: String, message: String, advisory: bool) {
-        self.items.push(Finding {
-            rule: self.rule,
-            field,
-            message,
-            advisory,
-            unknown: false,
-            escalated: false,
-        });
-    }
-
-    pub fn into_vec(self) -> Vec<Finding> {
-        self.items
-    }
-}
-
-impl Default for Findings {
-    fn default() -> Self {
-        Self::new()
+/// The providers whose rules apply to a request: the configured one, or with `auto` each
+/// whose annotations, label or finalizers the Service carries.
+pub fn providers(ctx: &Ctx) -> Vec<Provider> {
+    match ctx.config.provider {
+        ProviderChoice::Fixed(p) => vec![p],
+        ProviderChoice::Auto => Provider::ALL
+            .into_iter()
+            .filter(|p| {
+                let c = catalog(*p);
+                ctx.new.is_some_and(|s| c.detect(s.0)) || ctx.old.is_some_and(|s| c.detect(s.0))
+            })
+            .collect(),
     }
 }
 
@@ -262,6 +86,36 @@ impl Verdict {
     pub fn rule_ids(&self) -> Vec<&'static str> {
         self.violations.iter().map(|v| v.rule).collect()
     }
+}
+
+/// Parses a config and checks everything, rule ids included, listing every problem.
+pub fn parse_config(text: &str, path: &str) -> Result<Config, ConfigError> {
+    Config::from_yaml(text, path).and_then(|c| validate_config(c, path))
+}
+
+/// A config checked for everything, rule ids included.
+pub fn validate_config(config: Config, path: &str) -> Result<Config, ConfigError> {
+    let problems = config_problems(&config);
+    if problems.is_empty() {
+        Ok(config)
+    } else {
+        Err(ConfigError::Invalid {
+            path: path.to_string(),
+            problems,
+        })
+    }
+}
+
+/// Everything wrong with a config: its own checks plus rule ids the registry lacks.
+pub fn config_problems(config: &Config) -> Vec<String> {
+    let mut problems: Vec<String> = config
+        .rules
+        .keys()
+        .filter(|id| !registry().iter().any(|r| r.id == id.as_str()))
+        .map(|id| format!("rules.{id}: unknown rule id (run `lbguard rules` for the list)"))
+        .collect();
+    problems.extend(config.problems());
+    problems
 }
 
 /// Why a request is exempt, if it is.
@@ -375,7 +229,7 @@ fn evaluate_once(
         return verdict;
     }
     let ctx = Ctx::new(input, config, versions, cluster, inventory);
-    let providers = ctx.providers();
+    let providers = providers(&ctx);
     if providers.len() > 1 {
         let names: Vec<&str> = providers.iter().map(|p| p.as_str()).collect();
         verdict.notes.push(format!(
@@ -390,7 +244,7 @@ fn evaluate_once(
             .is_some_and(|limit| *age > limit.0)
     });
     if let Some(age) = stale
-        && config.cluster.on_stale == crate::config::OnStale::Allow
+        && config.cluster.on_stale == crate::vocab::config::OnStale::Allow
     {
         verdict.notes.push(format!(
             "lbguard: the cluster cache is {}s behind (watch broken); cluster rules were skipped (cluster.onStale: allow)",
@@ -405,11 +259,12 @@ fn evaluate_once(
         if action == Action::Off {
             continue;
         }
-        let before = findings.items.len();
+        let before = findings.len();
         if let Some(age) = stale
             && rule.class.needs_cluster()
         {
-            if config.cluster.on_stale == crate::config::OnStale::Deny && gate_open(rule.gate, &ctx)
+            if config.cluster.on_stale == crate::vocab::config::OnStale::Deny
+                && gate_open(rule.gate, &ctx)
             {
                 verdict.violations.push(Violation {
                     rule: rule.id,
@@ -421,7 +276,7 @@ fn evaluate_once(
             continue;
         }
         run_rule(rule, &ctx, &providers, &mut findings);
-        for f in findings.items.drain(before..) {
+        for f in findings.take_from(before) {
             if f.unknown {
                 match unknown.iter_mut().find(|(u, _)| u.message == f.message) {
                     Some((_, rules)) => rules.push(f.rule),
@@ -461,38 +316,6 @@ fn evaluate_once(
         }
     }
     verdict
-}
-
-/// A view of a catalog annotation found on a Service: the exact key used and its value.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct Annot<'a> {
-    pub key: &'a str,
-    pub value: &'a str,
-}
-
-/// Field path of an annotation in messages: `metadata.annotations[key]`.
-pub fn annotation_field(key: &str) -> String {
-    format!("metadata.annotations[{key}]")
-}
-
-impl Catalog {
-    /// Same key, either prefix (Alibaba reads the legacy prefix too).
-    pub fn get<'s>(&self, svc: Svc<'s>, suffix: &str) -> Option<Annot<'s>> {
-        use std::ops::Bound;
-        let anns = svc.annotations()?;
-        // Scans the keys under the prefix instead of building "prefix+suffix": this runs for
-        // every annotation every rule reads, and the allocation showed up in profiles.
-        for prefix in std::iter::once(self.prefix).chain(self.legacy_prefix) {
-            let found = anns
-                .range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-                .take_while(|(k, _)| k.starts_with(prefix))
-                .find(|(k, _)| &k[prefix.len()..] == suffix);
-            if let Some((k, v)) = found {
-                return Some(Annot { key: k, value: v });
-            }
-        }
-        None
-    }
 }
 
 #[cfg(test)]

@@ -11,8 +11,8 @@ use serde::Serialize;
 
 use super::version::Known;
 use super::{Ctx, EmptyCluster, Input, Inventory, Operation, Versions, exemption};
-use crate::config::{Config, Flavor};
 use crate::providers::{Provider, catalog, ctyun::IP_MODE_MIN};
+use crate::vocab::config::{Config, Flavor};
 
 /// One default the mutation applied, for warnings, audit annotations and `check` output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -117,7 +117,7 @@ pub fn mutate(
         .as_ref()
         .filter(|o| input.operation == Operation::Update && super::Svc(o).is_lb());
     let ctx = Ctx::new(input, config, versions, &EmptyCluster, inventory);
-    let providers = ctx.providers();
+    let providers = super::providers(&ctx);
     let new = super::Svc(object);
     let d = &config.defaults;
 

@@ -3,10 +3,12 @@
 //! The known names are the public CCM's (`pkg/controller/service/reconcile/annotation/
 //! annotations.go`), plus NLB names the CCM parses in `nlbv2` (`listener-port-range`).
 
-use super::{Catalog, Provider};
-use crate::engine::{Ctx, Findings, Svc, annotation_field};
-use crate::rules::common::duplicates;
-use crate::rules::{Action, Check, Class, Gate, Rule};
+use super::data;
+use crate::vocab::checks::duplicates;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::service::Svc;
 
 pub static CATALOG: Catalog = Catalog {
     provider: Provider::Alibaba,
@@ -15,6 +17,7 @@ pub static CATALOG: Catalog = Catalog {
     default_address_type: Some("internet"),
     lb_id_label: Some("service.k8s.alibaba/loadbalancer-id"),
     finalizers: &["service.k8s.alibaba/resources", "service.k8s.alibaba/nlb"],
+    table: &data::ALIBABA,
 };
 
 const ALIBABA: &[Provider] = &[Provider::Alibaba];

@@ -3,11 +3,12 @@
 //! The seed (000) documents only `ip-mode: "proxy"`, so the value is matched exactly;
 //! Kubernetes' own `VIP` mode is what the Service gets without the annotation.
 
-use super::{Catalog, Provider};
-use crate::engine::version::KubeVersion;
-use crate::engine::{Ctx, Findings, annotation_field};
-use crate::rules::common::{VersionOf, require_version};
-use crate::rules::{Action, Check, Class, Gate, Rule};
+use super::data;
+use crate::vocab::checks::require_version;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::version::{KubeVersion, VersionOf};
 
 pub static CATALOG: Catalog = Catalog {
     provider: Provider::Ctyun,
@@ -16,6 +17,7 @@ pub static CATALOG: Catalog = Catalog {
     default_address_type: Some("intranet"),
     lb_id_label: None,
     finalizers: &[],
+    table: &data::CTYUN,
 };
 
 const CTYUN: &[Provider] = &[Provider::Ctyun];

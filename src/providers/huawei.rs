@@ -1,13 +1,14 @@
 //! Huawei Cloud CCE / CCE Turbo (seeds 002, 003): ELB annotations, listener hosting
 //! (`skip-managed-listener`) and the cluster-version gates of ELB features.
 
-use super::{Catalog, Provider};
-use crate::config::Flavor;
-use crate::engine::version::KubeVersion;
-use crate::engine::{Ctx, Findings, Svc, annotation_field};
-use crate::rules::common::{VersionOf, ccm_only, duplicates, require_version};
-use crate::rules::listeners::protocol_entries;
-use crate::rules::{Rule, rule};
+use super::data;
+use crate::vocab::checks::{ccm_only, duplicates, protocol_entries, require_version};
+use crate::vocab::config::Flavor;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Rule, rule};
+use crate::vocab::service::Svc;
+use crate::vocab::version::{KubeVersion, VersionOf};
 
 /// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
 pub static CATALOG: Catalog = Catalog {
@@ -17,6 +18,7 @@ pub static CATALOG: Catalog = Catalog {
     default_address_type: None,
     lb_id_label: None,
     finalizers: &[],
+    table: &data::HUAWEI,
 };
 
 const HUAWEI: &[Provider] = &[Provider::Huawei];

@@ -6,71 +6,7 @@ pub mod data;
 pub mod huawei;
 pub mod volcengine;
 
-use k8s_openapi::api::core::v1::Service;
-use serde::{Deserialize, Serialize};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Provider {
-    Ctyun,
-    Alibaba,
-    Huawei,
-    Volcengine,
-}
-
-impl Provider {
-    pub const ALL: [Provider; 4] = [
-        Provider::Ctyun,
-        Provider::Alibaba,
-        Provider::Huawei,
-        Provider::Volcengine,
-    ];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Provider::Ctyun => "ctyun",
-            Provider::Alibaba => "alibaba",
-            Provider::Huawei => "huawei",
-            Provider::Volcengine => "volcengine",
-        }
-    }
-}
-
-impl std::fmt::Display for Provider {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl std::str::FromStr for Provider {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        Provider::ALL
-            .into_iter()
-            .find(|p| p.as_str() == s)
-            .ok_or_else(|| {
-                format!(
-                    "unknown provider \"{s}\" (expected ctyun, alibaba, huawei, volcengine or auto)"
-                )
-            })
-    }
-}
-
-/// What lbguard knows about one provider's annotations.
-#[derive(Debug)]
-pub struct Catalog {
-    pub provider: Provider,
-    /// The prefix every annotation key of this provider starts with.
-    pub prefix: &'static str,
-    /// An older prefix the CCM still reads as the same keys.
-    pub legacy_prefix: Option<&'static str>,
-    /// Address type the CCM assumes when the Service does not say.
-    pub default_address_type: Option<&'static str>,
-    /// Label in which the CCM records the bound load balancer.
-    pub lb_id_label: Option<&'static str>,
-    /// Finalizers the CCM owns.
-    pub finalizers: &'static [&'static str],
-}
+pub use crate::vocab::provider::{Catalog, Provider};
 
 /// The catalog for a provider.
 pub fn catalog(p: Provider) -> &'static Catalog {
@@ -79,49 +15,5 @@ pub fn catalog(p: Provider) -> &'static Catalog {
         Provider::Alibaba => &alibaba::CATALOG,
         Provider::Huawei => &huawei::CATALOG,
         Provider::Volcengine => &volcengine::CATALOG,
-    }
-}
-
-fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
-    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
-}
-
-impl Catalog {
-    /// The provider's annotation reference (`data/<provider>.yaml`).
-    pub fn table(&self) -> &'static data::Table {
-        data::table(self.provider)
-    }
-
-    /// Whether the cloud controller reads this annotation name (without prefix).
-    pub fn knows(&self, suffix: &str) -> bool {
-        self.table().get(suffix).is_some()
-    }
-
-    /// The canonical key for an annotation name.
-    pub fn key(&self, suffix: &str) -> String {
-        format!("{}{}", self.prefix, suffix)
-    }
-
-    pub fn prefixes(&self) -> impl Iterator<Item = &'static str> {
-        std::iter::once(self.prefix).chain(self.legacy_prefix)
-    }
-
-    /// True when a key looks like this provider's, ignoring case (so typos are caught).
-    pub fn claims_key(&self, key: &str) -> bool {
-        self.prefixes().any(|p| starts_with_ignore_case(key, p))
-    }
-
-    /// Does this Service carry anything of this provider's (annotations, label, finalizers)?
-    pub fn detect(&self, svc: &Service) -> bool {
-        let m = &svc.metadata;
-        m.annotations
-            .as_ref()
-            .is_some_and(|a| a.keys().any(|k| self.claims_key(k)))
-            || self
-                .lb_id_label
-                .is_some_and(|l| m.labels.as_ref().is_some_and(|ls| ls.contains_key(l)))
-            || m.finalizers
-                .as_ref()
-                .is_some_and(|f| f.iter().any(|f| self.finalizers.contains(&f.as_str())))
     }
 }

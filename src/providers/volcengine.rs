@@ -1,11 +1,12 @@
 //! Volcengine VKE: reuse of an existing CLB/NLB (seed 004). The reuse annotations are
 //! all required together and none can change once the Service exists.
 
-use super::{Catalog, Provider};
-use crate::engine::version::KubeVersion;
-use crate::engine::{Ctx, Findings, annotation_field};
-use crate::rules::common::{VersionOf, duplicates, require_version};
-use crate::rules::{Action, Check, Class, Gate, Rule};
+use super::data;
+use crate::vocab::checks::{duplicates, require_version};
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::version::{KubeVersion, VersionOf};
 
 /// Names from the seed (including the `-weights` its example output shows) plus the
 /// CCM's annotation table for CLB (`docs/usage.md` of the Volcengine CCM).
@@ -16,6 +17,7 @@ pub static CATALOG: Catalog = Catalog {
     default_address_type: None,
     lb_id_label: None,
     finalizers: &[],
+    table: &data::VOLCENGINE,
 };
 
 const VOLC: &[Provider] = &[Provider::Volcengine];

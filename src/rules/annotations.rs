@@ -3,11 +3,11 @@
 
 use std::ops::Bound;
 
-use super::{Action, Check, Class, Gate, Rule};
-use crate::engine::version::Known;
-use crate::engine::{Annot, Ctx, Findings, annotation_field};
-use crate::providers::data::{Entry, VersionOf};
-use crate::providers::{Catalog, Provider};
+use crate::vocab::annotations::Entry;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::version::{Known, VersionOf};
 
 pub static RULES: &[Rule] = &[
     Rule {

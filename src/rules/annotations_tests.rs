@@ -1,9 +1,10 @@
 use rstest::rstest;
 
 use crate::engine::version::KubeVersion;
-use crate::providers::data::{Entry, VersionOf, table};
+use crate::providers::data::{Entry, table};
 use crate::providers::{Provider, Provider::*};
 use crate::testkit::{Expect, Expect::*, assert_outcome, cfg, create, expect, lb, run, update};
+use crate::vocab::version::VersionOf;
 
 const FORMAT: &str = "annotation-value-format";
 const VERSION: &str = "annotation-ccm-version";

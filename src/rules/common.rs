@@ -1,12 +1,12 @@
 //! Rules that several providers share. Each takes the provider's catalog as data instead
 //! of being written once per cloud.
 
-use std::collections::BTreeSet;
-
-use super::{Action, Check, Class, Gate, Rule};
-use crate::engine::version::{Known, KubeVersion};
-use crate::engine::{Ctx, Findings, Svc, annotation_field};
-use crate::providers::{Catalog, Provider, catalog};
+use crate::providers::catalog;
+use crate::vocab::checks::ccm_only;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::service::Svc;
 
 const ALL: &[Provider] = &Provider::ALL;
 
@@ -104,30 +104,6 @@ pub static RULES: &[Rule] = &[
 ];
 
 const RECREATE: &str = "delete and recreate the Service to move it to another load balancer";
-
-/// Whether the request comes from the CCM: `None` when no CCM identity is configured,
-/// so rules that protect the CCM's own writes cannot tell and only warn.
-pub fn ccm_identity(ctx: &Ctx) -> Option<bool> {
-    let ccm = &ctx.config.ccm;
-    if ccm.users.is_empty() && ccm.groups.is_empty() {
-        None
-    } else {
-        Some(ctx.by_ccm())
-    }
-}
-
-/// Pushes a finding that only the CCM may cause: denied for others, advisory when
-/// lbguard does not know who the CCM is.
-pub fn ccm_only(ctx: &Ctx, out: &mut Findings, field: String, message: String) {
-    match ccm_identity(ctx) {
-        Some(true) => {}
-        Some(false) => out.push(field, message),
-        None => out.advise(
-            field,
-            format!("{message} (set ccm.users or ccm.groups so lbguard can tell the cloud controller's own writes apart and deny this)"),
-        ),
-    }
-}
 
 /// The LB id annotation is the identity of a live load balancer: adding, removing or
 /// changing it makes the CCM re-target or orphan listeners. On Alibaba the CCM records
@@ -391,61 +367,6 @@ fn deletion_protection(ctx: &Ctx, out: &mut Findings) {
             format!("Service {name} is protected from deletion by label {l}: \"true\"; remove the mark first (kubectl label service -n {} {} {l}-) and delete again", ctx.input.namespace, ctx.input.name),
         );
     }
-}
-
-/// Which version a version rule needs.
-#[derive(Debug, Clone, Copy)]
-pub enum VersionOf {
-    Cluster,
-    Ccm,
-}
-
-/// Version gate shared by the version rules: a finding when the version is known and too
-/// old, an advisory "cannot tell" when it is unknown or unparseable.
-pub fn require_version(
-    ctx: &Ctx,
-    out: &mut Findings,
-    of: VersionOf,
-    field: &str,
-    feature: &str,
-    needs: &str,
-    ok: impl Fn(&KubeVersion) -> bool,
-) {
-    let (known, what, key) = match of {
-        VersionOf::Cluster => (
-            ctx.cluster_version,
-            "cluster",
-            "cluster.version or --cluster-version",
-        ),
-        VersionOf::Ccm => (ctx.ccm_version, "cloud-controller-manager", "ccm.version"),
-    };
-    match known {
-        Known::Yes(v) if ok(v) => {}
-        Known::Yes(v) => out.push(
-            field,
-            format!("{feature} needs {needs}; the {what} runs {v}; upgrade the {what} first, or remove it"),
-        ),
-        Known::Missing => out.advise(
-            field,
-            format!("cannot tell whether {feature} is supported: it needs {needs} and the {what} version is unknown (set {key})"),
-        ),
-        Known::Invalid(e) => out.advise(
-            field,
-            format!("cannot tell whether {feature} is supported: it needs {needs} and the {what} version is unusable: {e}"),
-        ),
-    }
-}
-
-/// Ports listed twice in one annotation.
-pub fn duplicates<T: Ord + Copy>(items: impl Iterator<Item = T>) -> BTreeSet<T> {
-    let mut seen = BTreeSet::new();
-    let mut dup = BTreeSet::new();
-    for i in items {
-        if !seen.insert(i) {
-            dup.insert(i);
-        }
-    }
-    dup
 }
 
 #[cfg(test)]

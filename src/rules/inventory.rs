@@ -2,11 +2,11 @@
 //! whose load balancer is not in the inventory gets one "unknown" report, whose action is
 //! `inventory.unknownLoadBalancer`. Without an inventory configured these rules are silent.
 
-use super::Rule;
 use super::listeners::listener_ports;
-use crate::engine::{Annot, Ctx, Findings, annotation_field};
-use crate::inventory::{AddressType, CreatedBy, LbKind, LoadBalancer};
-use crate::providers::{Catalog, Provider};
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
+use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Rule, rule};
 
 const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];
 const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
@@ -92,7 +92,7 @@ pub fn reused<'a>(
 fn takes_lb(ctx: &Ctx, cat: &Catalog) -> bool {
     match ctx
         .old
-        .filter(|o| o.is_lb() && ctx.input.operation == crate::engine::Operation::Update)
+        .filter(|o| o.is_lb() && ctx.input.operation == crate::vocab::input::Operation::Update)
     {
         None => true,
         Some(old) => {

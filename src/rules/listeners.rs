@@ -4,14 +4,17 @@
 //! listeners share one port space; UDP has its own.
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 
-use super::Rule;
 use super::inventory::reused;
-use crate::cluster::{IngressUse, LbUser};
-use crate::config::ProxyMode;
-use crate::engine::{Ctx, Findings, Svc, annotation_field};
-use crate::inventory::{Family, protocol_family};
-use crate::providers::{Catalog, Provider};
+use crate::providers::catalog;
+pub use crate::vocab::checks::protocol_entries;
+use crate::vocab::config::{ProviderChoice, ProxyMode};
+use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
+use crate::vocab::lb::{Family, protocol_family};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{Rule, rule};
+use crate::vocab::service::Svc;
 
 pub const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
 const HUAWEI: &[Provider] = &[Provider::Huawei];
@@ -89,28 +92,36 @@ pub static RULES: &[Rule] = &[
     ),
 ];
 
-/// One `proto:port` entry: protocol, port (if a number from 1 to 65535), the entry as written.
-pub type Entry<'a> = (&'a str, Option<i32>, &'a str);
-
-/// Parses a `protocol-port` value (`proto:port[,proto:port...]`, Huawei's and Alibaba's
-/// format); entries without a colon come back separately.
-pub fn protocol_entries(value: &str) -> (Vec<Entry<'_>>, Vec<&str>) {
-    let mut ok = Vec::new();
-    let mut bad = Vec::new();
-    for entry in value.split(',').map(str::trim) {
-        match entry.split_once(':') {
-            Some((proto, port)) => ok.push((
-                proto.trim(),
-                port.trim()
-                    .parse::<i32>()
-                    .ok()
-                    .filter(|p| (1..=65535).contains(p)),
-                entry,
-            )),
-            None => bad.push(entry),
-        }
-    }
-    (ok, bad)
+/// Every load balancer a Service uses, one entry per provider whose id it carries.
+pub fn lb_uses(choice: ProviderChoice, svc: Svc) -> Vec<(Provider, String, LbUser)> {
+    let providers: &[Provider] = match &choice {
+        ProviderChoice::Fixed(p) => std::slice::from_ref(p),
+        ProviderChoice::Auto => &Provider::ALL,
+    };
+    let meta = &svc.0.metadata;
+    let namespace: Arc<str> = meta.namespace.as_deref().unwrap_or("default").into();
+    let name: Arc<str> = meta.name.as_deref().unwrap_or_default().into();
+    providers
+        .iter()
+        .filter_map(|p| {
+            let cat = catalog(*p);
+            let id = cat.get(svc, "id")?;
+            Some((
+                *p,
+                id.value.to_string(),
+                LbUser {
+                    namespace: Arc::clone(&namespace),
+                    name: Arc::clone(&name),
+                    ports: listener_ports(cat, svc),
+                    skip_listener: skips_listeners(cat, svc),
+                    pass_through: (*p == Provider::Huawei)
+                        .then(|| cat.get(svc, "pass-through").map(|a| a.value.to_string()))
+                        .flatten(),
+                    reserved_until: None,
+                },
+            ))
+        })
+        .collect()
 }
 
 /// The listener ports a Service asks for: (port, family, listener protocol). Huawei's and
@@ -181,10 +192,9 @@ pub fn port_clashes(a: &LbUser, b: &LbUser) -> Vec<String> {
 /// This request's own use of the load balancer, and the other users of it.
 fn me_and_others(ctx: &Ctx, cat: &'static Catalog) -> Option<(String, LbUser, Vec<LbUser>)> {
     let new = ctx.new?;
-    let (_, id, me) =
-        crate::cluster::lb_uses(crate::config::ProviderChoice::Fixed(cat.provider), new)
-            .into_iter()
-            .next()?;
+    let (_, id, me) = lb_uses(ProviderChoice::Fixed(cat.provider), new)
+        .into_iter()
+        .next()?;
     let mut users = Vec::new();
     ctx.cluster.lb_users(cat.provider, &id, &mut users);
     // A Service never conflicts with itself (its old version, or its own reservation).

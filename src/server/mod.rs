@@ -11,10 +11,10 @@ pub mod metrics_auth;
 pub mod process;
 pub mod tls;
 
+pub use crate::vocab::duration::parse_duration;
 pub use listen::{Listen, MAX_HEADER_BYTES, serve_tls};
 pub use process::{
-    LogDecisions, LogFormat, Running, ServeArgs, ServerOptions, claims_namespace, parse_duration,
-    run, start,
+    LogDecisions, LogFormat, Running, ServeArgs, ServerOptions, claims_namespace, run, start,
 };
 
 use std::sync::Arc;

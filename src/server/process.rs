@@ -20,6 +20,7 @@ use crate::cluster::watch::{Kinds, Retry};
 use crate::config::Config;
 use crate::engine::{EmptyInventory, Inventory};
 use crate::inventory::InventoryStore;
+use crate::vocab::duration::parse_duration;
 
 /// Where claims live: config, then the pod's namespace (downward API), then the client's.
 pub fn claims_namespace(config: &Config, client: &kube::Client) -> String {
@@ -168,30 +169,6 @@ pub enum LogFormat {
     Text,
     Json,
 }
-
-/// `500ms`, `10s`, `5m` or plain seconds.
-pub fn parse_duration(s: &str) -> Result<Duration, String> {
-    let (num, unit) = s
-        .find(|c: char| !c.is_ascii_digit())
-        .map_or((s, "s"), |i| (&s[..i], &s[i..]));
-    let n: u64 = num
-        .parse()
-        .map_err(|_| format!("\"{s}\" is not a duration like 500ms, 10s or 5m"))?;
-    let d = match unit {
-        "ms" => Duration::from_millis(n),
-        "s" => Duration::from_secs(n),
-        "m" => Duration::from_secs(n.saturating_mul(60)),
-        _ => return Err(format!("\"{s}\": unknown unit \"{unit}\" (use ms, s or m)")),
-    };
-    // Timers add durations to "now": an absurd one would overflow the clock.
-    if d > MAX_DURATION {
-        return Err(format!("\"{s}\" is longer than a year"));
-    }
-    Ok(d)
-}
-
-/// The longest duration a flag or config key takes.
-pub const MAX_DURATION: Duration = Duration::from_secs(365 * 24 * 3600);
 
 /// Everything `start` needs, so tests can run a real server in-process.
 pub struct ServerOptions {
@@ -571,7 +548,8 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     use anyhow::Context;
     let _log_guard = init_logging(args.log_format);
     let config = match &args.config {
-        Some(p) => Config::load(p)?,
+        Some(p) => Config::read(p)
+            .and_then(|text| crate::engine::parse_config(&text, &p.display().to_string()))?,
         None => Config::default(),
     };
     let (cert, key) = match (&args.tls_cert, &args.tls_key, args.dev) {
@@ -633,22 +611,4 @@ fn print_dev_help(paths: &devcert::DevPaths, made: bool, addr: SocketAddr) -> an
         paths.ca.display()
     );
     Ok(())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::parse_duration;
-    use std::time::Duration;
-
-    #[test]
-    fn durations() {
-        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
-        assert_eq!(parse_duration("10s"), Ok(Duration::from_secs(10)));
-        assert_eq!(parse_duration("5m"), Ok(Duration::from_secs(300)));
-        assert_eq!(parse_duration("7"), Ok(Duration::from_secs(7)));
-        assert!(parse_duration("1h").is_err());
-        assert!(parse_duration("18446744073709551615m").is_err());
-        assert!(parse_duration("366000000s").is_err());
-        assert!(parse_duration("fast").is_err());
-    }
 }

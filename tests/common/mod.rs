@@ -10,7 +10,6 @@ use axum::body::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::Request;
 use hyper_util::rt::TokioIo;
-use lbguard::config::Config;
 use lbguard::server::devcert::{DevCerts, generate};
 use lbguard::server::{Running, ServerOptions, start};
 use rustls::pki_types::pem::PemObject;
@@ -103,7 +102,7 @@ impl TestServer {
         cert: PathBuf,
         key: PathBuf,
     ) -> Self {
-        let config = Config::parse(s.config, "test").unwrap();
+        let config = lbguard::engine::parse_config(s.config, "test").unwrap();
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let running = start(
             ServerOptions {

@@ -1,13 +1,15 @@
-//! lbguard's configuration file: every key optional, unknown keys rejected by name.
+//! lbguard's configuration file, as plain data: every key optional, unknown keys rejected
+//! by name. Rule ids are checked against the registry by `engine::parse_config`.
 
 use std::collections::BTreeMap;
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::engine::version::KubeVersion;
-use crate::providers::Provider;
-use crate::rules::{Action, registry};
+use super::duration::{MAX_DURATION, parse_duration};
+use super::provider::Provider;
+use super::rule::Action;
+use super::version::KubeVersion;
 
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -50,7 +52,7 @@ pub struct Config {
     pub cluster: ClusterConfig,
     pub ccm: CcmConfig,
     pub quotas: Quotas,
-    /// Rule id to action; validated against the registry.
+    /// Rule id to action (`engine::parse_config` checks the ids).
     pub rules: BTreeMap<String, Action>,
     pub exemptions: Exemptions,
     pub deletion_protection: DeletionProtection,
@@ -181,7 +183,7 @@ impl<'de> Deserialize<'de> for Seconds {
             }
             fn visit_u64<E: serde::de::Error>(self, n: u64) -> Result<Seconds, E> {
                 let d = std::time::Duration::from_secs(n);
-                if d <= crate::server::process::MAX_DURATION {
+                if d <= MAX_DURATION {
                     Ok(Seconds(d))
                 } else {
                     Err(E::custom(format!("{n} seconds is longer than a year")))
@@ -196,9 +198,7 @@ impl<'de> Deserialize<'de> for Seconds {
                 Err(E::custom(format!("{n} is not a whole number of seconds")))
             }
             fn visit_str<E: serde::de::Error>(self, s: &str) -> Result<Seconds, E> {
-                crate::server::parse_duration(s)
-                    .map(Seconds)
-                    .map_err(E::custom)
+                parse_duration(s).map(Seconds).map_err(E::custom)
             }
         }
         d.deserialize_any(V)
@@ -366,25 +366,18 @@ impl Default for InventoryConfig {
 }
 
 impl Config {
-    /// Reads, parses and validates a config file, listing every problem at once.
-    pub fn load(path: &Path) -> Result<Self, ConfigError> {
-        let display = path.display().to_string();
-        let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: display.clone(),
+    /// The text of a config file.
+    pub fn read(path: &Path) -> Result<String, ConfigError> {
+        std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+            path: path.display().to_string(),
             source,
-        })?;
-        Self::parse(&text, &display)
+        })
     }
 
+    /// Parses and checks a config, listing every problem at once (rule ids aside: see
+    /// `engine::parse_config`).
     pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
-        let config: Config = if text.trim().is_empty() {
-            Config::default()
-        } else {
-            crate::yaml::from_str(text).map_err(|message| ConfigError::Parse {
-                path: path.to_string(),
-                message,
-            })?
-        };
+        let config = Self::from_yaml(text, path)?;
         let problems = config.problems();
         if problems.is_empty() {
             Ok(config)
@@ -396,16 +389,20 @@ impl Config {
         }
     }
 
+    /// Parses a config without checking what serde cannot see.
+    pub fn from_yaml(text: &str, path: &str) -> Result<Self, ConfigError> {
+        if text.trim().is_empty() {
+            return Ok(Config::default());
+        }
+        super::yaml::from_str(text).map_err(|message| ConfigError::Parse {
+            path: path.to_string(),
+            message,
+        })
+    }
+
     /// Everything wrong with the config that serde cannot see.
     pub fn problems(&self) -> Vec<String> {
         let mut problems = Vec::new();
-        for id in self.rules.keys() {
-            if !registry().iter().any(|r| r.id == id) {
-                problems.push(format!(
-                    "rules.{id}: unknown rule id (run `lbguard rules` for the list)"
-                ));
-            }
-        }
         if let Some(v) = &self.cluster.version
             && let Err(e) = v.parse::<KubeVersion>()
         {
@@ -450,11 +447,6 @@ impl Config {
     /// The action in force for a rule: config override or the rule's default.
     pub fn action_for(&self, id: &str, default: Action) -> Action {
         self.rules.get(id).copied().unwrap_or(default)
-    }
-
-    pub fn is_ccm(&self, user: &crate::engine::UserInfo) -> bool {
-        self.ccm.users.contains(&user.username)
-            || user.groups.iter().any(|g| self.ccm.groups.contains(g))
     }
 }
 
@@ -511,18 +503,6 @@ inventory:
     fn unknown_key_is_named() {
         let e = Config::parse("cluster:\n  flavour: turbo\n", "t.yaml").unwrap_err();
         assert!(e.to_string().contains("flavour"), "{e}");
-    }
-
-    #[test]
-    fn unknown_rule_and_bad_version_are_both_listed() {
-        let e = Config::parse(
-            "rules:\n  no-such-rule: deny\ncluster:\n  version: banana\n",
-            "t.yaml",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(e.contains("no-such-rule"), "{e}");
-        assert!(e.contains("cluster.version"), "{e}");
     }
 
     #[test]

@@ -108,6 +108,16 @@ impl fmt::Display for KubeVersion {
     }
 }
 
+/// Which version a rule or an annotation needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VersionOf {
+    /// The cloud controller's own version (`ccm.version`).
+    Ccm,
+    /// The cluster's version (Huawei CCE runs its controller in the managed control plane).
+    Cluster,
+}
+
 /// What the engine knows about a version it needs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Known {

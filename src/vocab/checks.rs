@@ -1,0 +1,103 @@
+//! Checks several rules share: who the cloud controller is, version gates, duplicate and
+//! `proto:port` parsing.
+
+use std::collections::BTreeSet;
+
+use super::ctx::{Ctx, Findings};
+use super::version::{Known, KubeVersion, VersionOf};
+
+/// Whether the request comes from the CCM: `None` when no CCM identity is configured,
+/// so rules that protect the CCM's own writes cannot tell and only warn.
+pub fn ccm_identity(ctx: &Ctx) -> Option<bool> {
+    let ccm = &ctx.config.ccm;
+    if ccm.users.is_empty() && ccm.groups.is_empty() {
+        None
+    } else {
+        Some(ctx.by_ccm())
+    }
+}
+
+/// Pushes a finding that only the CCM may cause: denied for others, advisory when
+/// lbguard does not know who the CCM is.
+pub fn ccm_only(ctx: &Ctx, out: &mut Findings, field: String, message: String) {
+    match ccm_identity(ctx) {
+        Some(true) => {}
+        Some(false) => out.push(field, message),
+        None => out.advise(
+            field,
+            format!("{message} (set ccm.users or ccm.groups so lbguard can tell the cloud controller's own writes apart and deny this)"),
+        ),
+    }
+}
+
+/// Version gate shared by the version rules: a finding when the version is known and too
+/// old, an advisory "cannot tell" when it is unknown or unparseable.
+pub fn require_version(
+    ctx: &Ctx,
+    out: &mut Findings,
+    of: VersionOf,
+    field: &str,
+    feature: &str,
+    needs: &str,
+    ok: impl Fn(&KubeVersion) -> bool,
+) {
+    let (known, what, key) = match of {
+        VersionOf::Cluster => (
+            ctx.cluster_version,
+            "cluster",
+            "cluster.version or --cluster-version",
+        ),
+        VersionOf::Ccm => (ctx.ccm_version, "cloud-controller-manager", "ccm.version"),
+    };
+    match known {
+        Known::Yes(v) if ok(v) => {}
+        Known::Yes(v) => out.push(
+            field,
+            format!("{feature} needs {needs}; the {what} runs {v}; upgrade the {what} first, or remove it"),
+        ),
+        Known::Missing => out.advise(
+            field,
+            format!("cannot tell whether {feature} is supported: it needs {needs} and the {what} version is unknown (set {key})"),
+        ),
+        Known::Invalid(e) => out.advise(
+            field,
+            format!("cannot tell whether {feature} is supported: it needs {needs} and the {what} version is unusable: {e}"),
+        ),
+    }
+}
+
+/// Ports listed twice in one annotation.
+pub fn duplicates<T: Ord + Copy>(items: impl Iterator<Item = T>) -> BTreeSet<T> {
+    let mut seen = BTreeSet::new();
+    let mut dup = BTreeSet::new();
+    for i in items {
+        if !seen.insert(i) {
+            dup.insert(i);
+        }
+    }
+    dup
+}
+
+/// One `proto:port` entry: protocol, port (if a number from 1 to 65535), the entry as written.
+pub type Entry<'a> = (&'a str, Option<i32>, &'a str);
+
+/// Parses a `protocol-port` value (`proto:port[,proto:port...]`, Huawei's and Alibaba's
+/// format); entries without a colon come back separately.
+pub fn protocol_entries(value: &str) -> (Vec<Entry<'_>>, Vec<&str>) {
+    let mut ok = Vec::new();
+    let mut bad = Vec::new();
+    for entry in value.split(',').map(str::trim) {
+        match entry.split_once(':') {
+            Some((proto, port)) => ok.push((
+                proto.trim(),
+                port.trim()
+                    .parse::<i32>()
+                    .ok()
+                    .filter(|p| (1..=65535).contains(p)),
+                entry,
+            )),
+            None => bad.push(entry),
+        }
+    }
+    (ok, bad)
+}

@@ -1,0 +1,238 @@
+//! What a rule reads (the request, the config, versions, the cluster and the inventory)
+//! and what it writes (findings).
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::config::Config;
+use super::input::Input;
+use super::lb::{Family, LoadBalancer};
+use super::provider::Provider;
+use super::service::Svc;
+use super::version::Known;
+
+/// One Service's (or reservation's) use of a load balancer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LbUser {
+    pub namespace: Arc<str>,
+    pub name: Arc<str>,
+    /// Listener ports: (port, family, listener protocol, upper case).
+    pub ports: Vec<(i32, Family, &'static str)>,
+    /// Huawei `skip-managed-listener: "true"`.
+    pub skip_listener: bool,
+    /// Huawei `elb.pass-through` value.
+    pub pass_through: Option<String>,
+    /// Admitted but not yet seen by the watch: held until this instant.
+    pub reserved_until: Option<Instant>,
+}
+
+impl LbUser {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    pub fn is_live(&self, now: Instant) -> bool {
+        self.reserved_until.is_none_or(|t| t > now)
+    }
+}
+
+/// An Ingress using an ELB (CCE: `kubernetes.io/elb.id`, port `kubernetes.io/elb.port`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IngressUse {
+    pub namespace: String,
+    pub name: String,
+    pub ports: Vec<i32>,
+}
+
+/// Other objects in the cluster, as the watches see them.
+pub trait ClusterView: Send + Sync {
+    /// Appends every Service (or reservation) using load balancer `lb` of `provider`.
+    fn lb_users(&self, provider: Provider, lb: &str, out: &mut Vec<LbUser>);
+    /// The node that has this IP address, if any.
+    fn node_with_ip(&self, ip: &str) -> Option<String>;
+    /// Appends the Ingresses that use ELB `elb`.
+    fn ingresses_on(&self, elb: &str, out: &mut Vec<IngressUse>);
+    /// How long the cache has been missing changes (watch broken), if at all.
+    fn stale_for(&self) -> Option<std::time::Duration>;
+}
+
+/// A cluster with nothing in it: offline checks and standalone mode.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EmptyCluster;
+impl ClusterView for EmptyCluster {
+    fn lb_users(&self, _: Provider, _: &str, _: &mut Vec<LbUser>) {}
+    fn node_with_ip(&self, _: &str) -> Option<String> {
+        None
+    }
+    fn ingresses_on(&self, _: &str, _: &mut Vec<IngressUse>) {}
+    fn stale_for(&self) -> Option<std::time::Duration> {
+        None
+    }
+}
+
+/// Facts about load balancers that Kubernetes does not hold.
+pub trait Inventory: Send + Sync {
+    /// False when no inventory is configured: inventory rules then stay silent.
+    fn configured(&self) -> bool;
+    fn get(&self, provider: Provider, id: &str) -> Option<&LoadBalancer>;
+}
+
+/// No inventory configured.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct EmptyInventory;
+impl Inventory for EmptyInventory {
+    fn configured(&self) -> bool {
+        false
+    }
+    fn get(&self, _: Provider, _: &str) -> Option<&LoadBalancer> {
+        None
+    }
+}
+
+/// Everything a rule may read. Built once per request.
+pub struct Ctx<'a> {
+    pub input: &'a Input,
+    pub new: Option<Svc<'a>>,
+    pub old: Option<Svc<'a>>,
+    pub config: &'a Config,
+    pub cluster_version: &'a Known,
+    pub ccm_version: &'a Known,
+    pub cluster: &'a dyn ClusterView,
+    pub inventory: &'a dyn Inventory,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn new(
+        input: &'a Input,
+        config: &'a Config,
+        versions: &'a Versions,
+        cluster: &'a dyn ClusterView,
+        inventory: &'a dyn Inventory,
+    ) -> Self {
+        Self {
+            input,
+            new: input.object.as_ref().map(Svc),
+            old: input.old_object.as_ref().map(Svc),
+            config,
+            cluster_version: &versions.cluster,
+            ccm_version: &versions.ccm,
+            cluster,
+            inventory,
+        }
+    }
+
+    /// True when the request comes from the cloud controller (config `ccm.users/groups`).
+    pub fn by_ccm(&self) -> bool {
+        let (ccm, user) = (&self.config.ccm, &self.input.user);
+        ccm.users.contains(&user.username) || user.groups.iter().any(|g| ccm.groups.contains(g))
+    }
+}
+
+/// The cluster's and the CCM's versions, parsed once.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Versions {
+    pub cluster: Known,
+    pub ccm: Known,
+}
+
+impl Versions {
+    pub fn from_config(config: &Config) -> Self {
+        Self {
+            cluster: Known::from_option(config.cluster.version.as_deref()),
+            // `auto` stays unknown until the server reads it from the cluster.
+            ccm: Known::from_option(config.ccm.version.as_deref().filter(|_| !config.ccm.auto())),
+        }
+    }
+}
+
+/// One thing a rule found. `advisory` findings are warnings whatever the rule's action.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    pub rule: &'static str,
+    pub field: String,
+    pub message: String,
+    pub advisory: bool,
+    /// The load balancer is not in the inventory: `inventory.unknownLoadBalancer` decides.
+    pub unknown: bool,
+    /// Denies even under a warn rule.
+    pub escalated: bool,
+}
+
+/// What rules push into. Knows which rule is running so rules cannot mislabel findings.
+pub struct Findings {
+    rule: &'static str,
+    items: Vec<Finding>,
+}
+
+impl Findings {
+    pub fn new() -> Self {
+        Self {
+            rule: "",
+            items: Vec::new(),
+        }
+    }
+
+    pub(crate) fn start(&mut self, rule: &'static str) {
+        self.rule = rule;
+    }
+
+    /// A violation of the running rule.
+    pub fn push(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), false);
+    }
+
+    /// A violation that denies even when the rule's default is warn (unless it is off).
+    pub fn push_deny(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), false);
+        if let Some(last) = self.items.last_mut() {
+            last.escalated = true;
+        }
+    }
+
+    /// Something worth a warning even when the rule denies (e.g. weight 0, unknown version).
+    pub fn advise(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), true);
+    }
+
+    /// The rule needs a load balancer the inventory does not list.
+    pub fn unknown(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), false);
+        if let Some(last) = self.items.last_mut() {
+            last.unknown = true;
+        }
+    }
+
+    fn add(&mut self, field: String, message: String, advisory: bool) {
+        self.items.push(Finding {
+            rule: self.rule,
+            field,
+            message,
+            advisory,
+            unknown: false,
+            escalated: false,
+        });
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// The findings from `start` on, removed.
+    pub fn take_from(&mut self, start: usize) -> Vec<Finding> {
+        self.items.split_off(start.min(self.items.len()))
+    }
+
+    pub fn into_vec(self) -> Vec<Finding> {
+        self.items
+    }
+}
+
+impl Default for Findings {
+    fn default() -> Self {
+        Self::new()
+    }
+}

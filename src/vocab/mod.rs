@@ -1,0 +1,17 @@
+//! The shared vocabulary the engine, the rules and the providers all speak: providers and
+//! their catalogs, rules and findings, the request context, versions, load balancers and the
+//! config. It imports nothing else of the crate, so the arrows run one way:
+//! edges (server, cli, cluster, claims, inventory store) → engine → rules → providers → vocab.
+
+pub mod annotations;
+pub mod checks;
+pub mod config;
+pub mod ctx;
+pub mod duration;
+pub mod input;
+pub mod lb;
+pub mod provider;
+pub mod rule;
+pub mod service;
+pub mod version;
+pub mod yaml;

@@ -1,0 +1,119 @@
+//! What a rule is: its metadata, when it runs and what its findings do.
+
+use serde::{Deserialize, Serialize};
+
+use super::ctx::{Ctx, Findings};
+use super::provider::{Catalog, Provider};
+
+/// A per-provider rule: `rule!(id, providers, class, gate, default, title, source, check)`.
+macro_rules! rule {
+    ($id:literal, $providers:expr, $class:ident, $gate:ident, $default:ident, $title:literal, $source:literal, $check:ident) => {
+        $crate::vocab::rule::Rule {
+            id: $id,
+            providers: $providers,
+            class: $crate::vocab::rule::Class::$class,
+            gate: $crate::vocab::rule::Gate::$gate,
+            default: $crate::vocab::rule::Action::$default,
+            title: $title,
+            source: $source,
+            check: $crate::vocab::rule::Check::PerProvider($check),
+        }
+    };
+}
+pub(crate) use rule;
+
+/// What a rule's findings do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    Deny,
+    Warn,
+    Off,
+}
+
+impl Action {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Action::Deny => "deny",
+            Action::Warn => "warn",
+            Action::Off => "off",
+        }
+    }
+}
+
+/// The catalog's rule classes: what a rule needs to decide.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Class {
+    Object,
+    Transition,
+    Version,
+    Cluster,
+    Inventory,
+    /// Needs the cluster view and, when configured, the inventory.
+    ClusterInventory,
+    Delete,
+}
+
+impl Class {
+    /// Rules that read the cluster view (and so depend on its freshness).
+    pub fn needs_cluster(self) -> bool {
+        matches!(self, Class::Cluster | Class::ClusterInventory)
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Class::Object => "object",
+            Class::Transition => "transition",
+            Class::Version => "version",
+            Class::Cluster => "cluster",
+            Class::Inventory => "inventory",
+            Class::ClusterInventory => "cluster + inventory",
+            Class::Delete => "delete",
+        }
+    }
+}
+
+/// When the engine runs a rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Gate {
+    /// CREATE or UPDATE whose new object is a LoadBalancer (a Service that becomes one on
+    /// UPDATE is checked like a create).
+    Admit,
+    /// UPDATE of a LoadBalancer Service that stays one.
+    Transition,
+    /// UPDATE of a LoadBalancer Service, whatever its new type.
+    AnyUpdate,
+    /// Any UPDATE, LoadBalancer or not.
+    Update,
+    /// DELETE.
+    Delete,
+}
+
+pub type GenericCheck = fn(&Ctx, &mut Findings);
+pub type ProviderCheck = fn(&Ctx, &'static Catalog, &mut Findings);
+
+#[derive(Clone, Copy)]
+pub enum Check {
+    /// Runs once, whatever the provider.
+    Generic(GenericCheck),
+    /// Runs once for each provider in play that the rule lists.
+    PerProvider(ProviderCheck),
+}
+
+pub struct Rule {
+    pub id: &'static str,
+    pub providers: &'static [Provider],
+    pub class: Class,
+    pub gate: Gate,
+    pub default: Action,
+    pub title: &'static str,
+    pub source: &'static str,
+    pub check: Check,
+}
+
+impl std::fmt::Debug for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.id)
+    }
+}
