@@ -215,4 +215,9 @@ fn walk_huawei() {
 #[test]
 fn walk_volcengine() {
     walk(Volcengine);
+    // No versions recorded, so the rule is not registered for it (and a test would be idle).
+    let t = table(Volcengine);
+    assert!(t.annotations.iter().all(|e| e.since.is_empty()));
+    let rule = crate::rules::find(VERSION).unwrap();
+    assert!(!rule.providers.contains(&Volcengine));
 }
