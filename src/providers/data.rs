@@ -8,13 +8,13 @@ use crate::vocab::provider::Provider;
 
 fn parse(p: Provider, text: &str) -> Table {
     // The files are part of the binary and tests parse every one, so a failure is a build bug.
-    let table: Table = serde_saphyr::from_str(text)
+    let table: Table = crate::vocab::yaml::from_str(text)
         .unwrap_or_else(|e| panic!("providers/data/{p}.yaml is invalid: {e}"));
     assert_eq!(
         table.provider, p,
         "providers/data/{p}.yaml names another provider"
     );
-    table
+    table.indexed()
 }
 
 pub(crate) static CTYUN: LazyLock<Table> =

@@ -1,7 +1,7 @@
 //! Annotation references as data: the value formats a cloud controller parses, the first
 //! versions that read each annotation, and where each fact comes from.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use serde::Deserialize;
 
@@ -57,10 +57,10 @@ impl Format {
             Format::Token if !is_token(value) => fail("it contains white space"),
             Format::Token => Ok(()),
             Format::Bool | Format::OnOff | Format::Enum(_) => {
-                let allowed = self.allowed();
-                if allowed.iter().any(|a| a == value) {
+                // On every admission: compares in place, no list is built.
+                if self.values().any(|a| a == value) {
                     Ok(())
-                } else if allowed.iter().any(|a| a.eq_ignore_ascii_case(value.trim())) {
+                } else if self.values().any(|a| a.eq_ignore_ascii_case(value.trim())) {
                     fail("values are case sensitive and exact")
                 } else {
                     fail("it is not one of the allowed values")
@@ -100,14 +100,26 @@ impl Format {
         }
     }
 
-    /// The values an enumeration allows (empty for other formats).
+    /// The values an enumeration allows (none for other formats).
+    pub fn values(&self) -> impl Iterator<Item = &str> {
+        let fixed: &[&str] = match self {
+            Format::Bool => &["true", "false"],
+            Format::OnOff => &["on", "off"],
+            _ => &[],
+        };
+        let listed = match self {
+            Format::Enum(v) => v.as_slice(),
+            _ => &[],
+        };
+        fixed
+            .iter()
+            .copied()
+            .chain(listed.iter().map(String::as_str))
+    }
+
+    /// `values` as owned strings.
     pub fn allowed(&self) -> Vec<String> {
-        match self {
-            Format::Bool => vec!["true".into(), "false".into()],
-            Format::OnOff => vec!["on".into(), "off".into()],
-            Format::Enum(v) => v.clone(),
-            _ => Vec::new(),
-        }
+        self.values().map(String::from).collect()
     }
 
     /// What the value must be, for messages.
@@ -116,7 +128,7 @@ impl Format {
             Format::String => "any text".into(),
             Format::Token => "an id or name without spaces".into(),
             Format::Bool | Format::OnOff | Format::Enum(_) => {
-                let list: Vec<String> = self.allowed().iter().map(|v| format!("\"{v}\"")).collect();
+                let list: Vec<String> = self.values().map(|v| format!("\"{v}\"")).collect();
                 format!("one of {} (exact case)", list.join(", "))
             }
             Format::Int(r) => match (r.first(), r.get(1)) {
@@ -135,10 +147,7 @@ impl Format {
         match self {
             Format::String | Format::Token => "\"abc-123\"".into(),
             Format::Bool | Format::OnOff | Format::Enum(_) => {
-                format!(
-                    "\"{}\"",
-                    self.allowed().first().cloned().unwrap_or_default()
-                )
+                format!("\"{}\"", self.values().next().unwrap_or_default())
             }
             Format::Int(r) => format!("\"{}\"", r.first().copied().unwrap_or(0)),
             Format::Json => "'{\"key\": \"value\"}'".into(),
@@ -224,11 +233,23 @@ pub struct Table {
     pub version_of: VersionOf,
     pub sources: BTreeMap<String, String>,
     pub annotations: Vec<Entry>,
+    /// Name to position in `annotations`, built by `indexed`.
+    #[serde(skip)]
+    index: HashMap<String, usize>,
 }
 
 impl Table {
+    /// Builds the name index; call once after deserializing.
+    pub fn indexed(mut self) -> Self {
+        self.index = (self.annotations.iter().enumerate())
+            .map(|(i, e)| (e.name.clone(), i))
+            .collect();
+        self
+    }
+
+    /// Looked up on every admission, for every provider annotation.
     pub fn get(&self, name: &str) -> Option<&Entry> {
-        self.annotations.iter().find(|e| e.name == name)
+        self.index.get(name).map(|i| &self.annotations[*i])
     }
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
