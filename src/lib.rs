@@ -12,6 +12,7 @@ pub mod providers;
 pub mod reload;
 pub mod rules;
 pub mod server;
+pub mod vap;
 pub mod vocab;
 
 #[cfg(test)]

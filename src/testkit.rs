@@ -170,13 +170,11 @@ pub fn run_full(
     cluster: &dyn ClusterView,
     inventory: &dyn Inventory,
 ) -> Verdict {
-    evaluate(
-        input,
-        config,
-        &Versions::from_config(config),
-        cluster,
-        inventory,
-    )
+    let versions = Versions::from_config(config);
+    let verdict = evaluate(input, config, &versions, cluster, inventory);
+    // Every rule test doubles as a test of the exported ValidatingAdmissionPolicies.
+    crate::vap::eval::assert_equivalent(input, config, &versions, &verdict);
+    verdict
 }
 
 /// `expect` against a cluster view.

@@ -7,7 +7,7 @@ use super::data;
 use crate::vocab::checks::duplicates;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::service::Svc;
 
 pub static CATALOG: Catalog = Catalog {
@@ -32,6 +32,7 @@ pub static RULES: &[Rule] = &[
         title: "The same key under alibaba-cloud-loadbalancer- and the legacy alicloud-loadbalancer- prefix with different values",
         source: "Alibaba CCM annotations.go Get(): the new prefix wins silently",
         check: Check::PerProvider(legacy_prefix_conflict),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "annotation-format",
@@ -42,6 +43,7 @@ pub static RULES: &[Rule] = &[
         title: "Value formats the Alibaba CCM parses (protocol-port, vgroup-port, weights, integers, forward-port, listener-port-range, zone-maps)",
         source: "Alibaba CCM clbv1/listeners.go, clbv1/vgroups.go, nlbv2/*",
         check: Check::PerProvider(annotation_format),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "dependent-annotations",
@@ -52,6 +54,7 @@ pub static RULES: &[Rule] = &[
         title: "acl-status on needs acl-id; sticky-session on needs its type; insert needs cookie-timeout, server needs cookie; vswitch-id needs intranet",
         source: "ACK CCM docs/usage.md",
         check: Check::PerProvider(dependent_annotations),
+        vap: Vap::No("TODO"),
     },
 ];
 

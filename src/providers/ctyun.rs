@@ -7,7 +7,7 @@ use super::data;
 use crate::vocab::checks::require_version;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 pub static CATALOG: Catalog = Catalog {
@@ -32,6 +32,7 @@ pub static RULES: &[Rule] = &[
         title: "ctyun-loadbalancer-ip-mode is \"proxy\"",
         source: "000 \"service.beta.kubernetes.io/ctyun-loadbalancer-ip-mode = \\\"proxy\\\"\"",
         check: Check::PerProvider(ip_mode_value),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "ip-mode-version",
@@ -42,6 +43,7 @@ pub static RULES: &[Rule] = &[
         title: "ip-mode: proxy needs Kubernetes 1.30 or newer",
         source: "000 \"该特性要求Kubernetes集群版本大于v1.29\"",
         check: Check::PerProvider(ip_mode_version),
+        vap: Vap::No("TODO"),
     },
 ];
 

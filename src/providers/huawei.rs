@@ -6,7 +6,7 @@ use crate::vocab::checks::{ccm_only, duplicates, protocol_entries, require_versi
 use crate::vocab::config::Flavor;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Rule, rule};
+use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
 use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
@@ -32,7 +32,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "Once elb.skip-managed-listener is \"true\" it stays \"true\"",
         "003 \"取消监听器托管后不支持恢复，如需恢复...需要删除并重建Service\"",
-        skip_listener_irreversible
+        skip_listener_irreversible,
+        Vap::No("TODO")
     ),
     rule!(
         "skip-listener-needs-existing-elb",
@@ -42,7 +43,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "skip-managed-listener: \"true\" needs kubernetes.io/elb.id and no elb.autocreate",
         "003 \"只支持选择已有ELB，不支持自动创建ELB\"",
-        skip_listener_needs_existing_elb
+        skip_listener_needs_existing_elb,
+        Vap::No("TODO")
     ),
     rule!(
         "skip-listener-not-multicluster",
@@ -52,7 +54,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "skip-managed-listener cannot be combined with kubernetes.io/elb.multicluster",
         "003 \"取消监听器托管不可与跨集群后端特性（kubernetes.io/elb.multicluster）同时使用\"",
-        skip_listener_not_multicluster
+        skip_listener_not_multicluster,
+        Vap::No("TODO")
     ),
     rule!(
         "skip-listener-version",
@@ -62,7 +65,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "skip-managed-listener needs v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or a newer minor",
         "003 功能说明 table",
-        skip_listener_version
+        skip_listener_version,
+        Vap::No("TODO")
     ),
     rule!(
         "system-annotations-reserved",
@@ -72,7 +76,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "Users may not set, change or remove elb.listener-port / elb.listener-port-ranges-auto-generated",
         "003 \"请勿自行指定该注解，且不建议自行修改或删除\"",
-        system_annotations_reserved
+        system_annotations_reserved,
+        Vap::No("TODO")
     ),
     rule!(
         "protocol-port-format",
@@ -82,7 +87,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "elb.protocol-port is proto:port pairs; each port a spec.ports[].port with protocol TCP (UDP for udp)",
         "002 \"protocol-port的取值需要和service的spec.ports字段中的端口对应\"",
-        protocol_port_format
+        protocol_port_format,
+        Vap::No("TODO")
     ),
     rule!(
         "https-needs-cert",
@@ -92,7 +98,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "An https entry in elb.protocol-port needs kubernetes.io/elb.cert-id",
         "002 \"当protocol-port指定了https协议，ELB监听器的证书会设置为cert-id证书\"",
-        https_needs_cert
+        https_needs_cert,
+        Vap::No("TODO")
     ),
     rule!(
         "http-version",
@@ -102,7 +109,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "HTTP/HTTPS in elb.protocol-port needs cluster v1.19.16 or newer",
         "002 \"Service使用HTTP僅v1.19.16及以上版本集群支持\"",
-        http_version
+        http_version,
+        Vap::No("TODO")
     ),
     rule!(
         "dedicated-elb-version",
@@ -112,7 +120,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "elb.class: performance needs cluster v1.17 or newer",
         "002 \"獨享型ELB僅支持1.17及以上集群\"",
-        dedicated_elb_version
+        dedicated_elb_version,
+        Vap::No("TODO")
     ),
     rule!(
         "pass-through-version",
@@ -122,7 +131,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "elb.pass-through needs cluster v1.16 or newer (\"> v1.15\")",
         "002 \"1.15及以下老版本集群暫不支持該能力\"",
-        pass_through_version
+        pass_through_version,
+        Vap::No("TODO")
     ),
     rule!(
         "huawei-autocreate-valid",
@@ -132,7 +142,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "elb.autocreate is a valid JSON object (type, bandwidth, flavors, zones) and excludes elb.id",
         "002 examples; \"需要在kubernetes.io/elb.autocreate的annotation中指定4層和7層flavor\"",
-        huawei_autocreate_valid
+        huawei_autocreate_valid,
+        Vap::No("TODO")
     ),
     rule!(
         "traffic-policy-change",
@@ -142,7 +153,8 @@ pub static RULES: &[Rule] = &[
         Warn,
         "externalTrafficPolicy Cluster -> Local on an existing Service leaves stale connection tracking",
         "002",
-        traffic_policy_change
+        traffic_policy_change,
+        Vap::No("TODO")
     ),
     rule!(
         "turbo-cluster-policy",
@@ -152,7 +164,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "On CCE Turbo (cluster.flavor: turbo) externalTrafficPolicy must be Cluster",
         "002 \"CCE Turbo集群僅支持集群級別服務親和\"",
-        turbo_cluster_policy
+        turbo_cluster_policy,
+        Vap::No("TODO")
     ),
 ];
 

@@ -5,7 +5,7 @@ use super::data;
 use crate::vocab::checks::{duplicates, require_version};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 /// Names from the seed (including the `-weights` its example output shows) plus the
@@ -32,6 +32,7 @@ pub static RULES: &[Rule] = &[
         title: "server-group-id cannot be added, removed or changed on an existing Service",
         source: "004 \"不支持在已有 Service 中，添加、删除或修改...server-group-id字段\"",
         check: Check::PerProvider(server_group_immutable),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "weight-immutable",
@@ -42,6 +43,7 @@ pub static RULES: &[Rule] = &[
         title: "weight cannot change on an existing Service",
         source: "004 table: 是否支持修改 = 否",
         check: Check::PerProvider(weight_immutable),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "reuse-requires-fields",
@@ -52,6 +54,7 @@ pub static RULES: &[Rule] = &[
         title: "With -id set, -server-group-id and -weight are both required",
         source: "004 table: 是否必须 = 是",
         check: Check::PerProvider(reuse_requires_fields),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "server-group-format",
@@ -62,6 +65,7 @@ pub static RULES: &[Rule] = &[
         title: "server-group-id is rsp-<id>:<port>[,...] with each port a spec.ports[].port, none twice",
         source: "004 \"端口号，为 Service spec配置中的port端口，而非target port或node port端口\"",
         check: Check::PerProvider(server_group_format),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "weight-range",
@@ -72,6 +76,7 @@ pub static RULES: &[Rule] = &[
         title: "weight is an integer 0..100 (0 warns: no new requests)",
         source: "004 \"整数形式，取值范围为 0～100...权重配置为 0 时，表示该服务器不会再接受新请求\"",
         check: Check::PerProvider(weight_range),
+        vap: Vap::No("TODO"),
     },
     Rule {
         id: "nlb-requires-ccm-version",
@@ -82,6 +87,7 @@ pub static RULES: &[Rule] = &[
         title: "An nlb- load balancer id needs cloud-controller-manager v1.45.1 or newer",
         source: "004 \"如需对接 NLB 实例，请升级 cloud-controller-manager 组件至 v1.45.1 及以上版本\"",
         check: Check::PerProvider(nlb_requires_ccm_version),
+        vap: Vap::No("TODO"),
     },
 ];
 

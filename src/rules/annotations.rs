@@ -6,7 +6,7 @@ use std::ops::Bound;
 use crate::vocab::annotations::Entry;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{Known, VersionOf};
 
 pub static RULES: &[Rule] = &[
@@ -19,6 +19,7 @@ pub static RULES: &[Rule] = &[
         title: "Annotation values in the format the provider documents (enumerations, on/off, true/false, whole numbers in range, JSON, ids) where no other rule checks them",
         source: "provider annotation references (providers/data/*.yaml)",
         check: Check::PerProvider(annotation_value_format),
+        vap: Vap::No("TODO"),
     },
     // Volcengine publishes no per-annotation controller version (its one documented gate
     // is nlb-requires-ccm-version's), so the rule has nothing to check there yet.
@@ -31,6 +32,7 @@ pub static RULES: &[Rule] = &[
         title: "An annotation the configured cloud controller version does not read yet (Huawei: the cluster version, CCE runs the controller)",
         source: "provider annotation references: supported CCM / cluster version columns (providers/data/*.yaml)",
         check: Check::PerProvider(annotation_ccm_version),
+        vap: Vap::No("TODO"),
     },
 ];
 

@@ -2,10 +2,11 @@
 //! of being written once per cloud.
 
 use crate::providers::catalog;
+use crate::vocab::cel;
 use crate::vocab::checks::ccm_only;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::service::Svc;
 
 const ALL: &[Provider] = &Provider::ALL;
@@ -20,6 +21,7 @@ pub static RULES: &[Rule] = &[
         title: "The load balancer id annotation cannot be added, removed or changed on an existing LoadBalancer Service",
         source: "000/001 \"已创建LoadBalancer类型的Service不支持重新复用或更换负载均衡实例\"; 004 \"不支持在已有 Service 中，添加、删除或修改 ...-id\"",
         check: Check::PerProvider(lb_id_immutable),
+        vap: Vap::Cel(lb_id_immutable_cel),
     },
     Rule {
         id: "type-change-drops-lb",
@@ -30,6 +32,7 @@ pub static RULES: &[Rule] = &[
         title: "Changing type away from LoadBalancer makes the CCM delete the load balancer configuration",
         source: "000/001 \"当Type=LoadBalancer的Service变更为Type!=LoadBalancer时，CCM会删除为该负载均衡添加的配置\"",
         check: Check::Generic(type_change_drops_lb),
+        vap: Vap::Cel(type_change_drops_lb_cel),
     },
     Rule {
         id: "finalizer-protected",
@@ -40,6 +43,7 @@ pub static RULES: &[Rule] = &[
         title: "Only the CCM may remove its finalizers (service.k8s.alibaba/resources, service.k8s.alibaba/nlb, ccm.finalizers)",
         source: "000/001 \"请勿手动删除或修改...Finalizer，手动操作Finalizer可能会导致...资源无法被正常回收\"",
         check: Check::Generic(finalizer_protected),
+        vap: Vap::Cel(finalizer_protected_cel),
     },
     Rule {
         id: "address-type-value",
@@ -50,6 +54,7 @@ pub static RULES: &[Rule] = &[
         title: "address-type is \"internet\" or \"intranet\", exact case",
         source: "000, 001 address-type: \"internet\" / \"intranet\"",
         check: Check::PerProvider(address_type_value),
+        vap: Vap::Cel(address_type_value_cel),
     },
     Rule {
         id: "in-cluster-access-advice",
@@ -60,6 +65,7 @@ pub static RULES: &[Rule] = &[
         title: "externalTrafficPolicy: Local without ip-mode proxy / hostname / pass-through: in-cluster clients of the LB IP can fail",
         source: "000, 001 \"在集群内访问 LoadBalancer Service 的 External IP 的注意事项\"; 002 \"集群内使用ELB地址无法访问Service\"",
         check: Check::PerProvider(in_cluster_access_advice),
+        vap: Vap::Cel(in_cluster_access_advice_cel),
     },
     Rule {
         id: "enum-values",
@@ -70,6 +76,7 @@ pub static RULES: &[Rule] = &[
         title: "force-override-listeners true/false, remove-unscheduled-backend on/off, elb.class union/performance, elb.pass-through true/false",
         source: "001, 002",
         check: Check::PerProvider(enum_values),
+        vap: Vap::Cel(enum_values_cel),
     },
     Rule {
         id: "lb-attributes-immutable",
@@ -80,6 +87,7 @@ pub static RULES: &[Rule] = &[
         title: "Load balancer attributes fixed at creation (Alibaba address-type, zones, ip-version, ...; Huawei elb.class, elb.autocreate) cannot change",
         source: "Alibaba CCM clbv1/loadbalancer.go \"can not change ... once created\"; CCE docs",
         check: Check::PerProvider(lb_attributes_immutable),
+        vap: Vap::Cel(lb_attributes_immutable_cel),
     },
     Rule {
         id: "unknown-annotation",
@@ -90,6 +98,7 @@ pub static RULES: &[Rule] = &[
         title: "An annotation with a provider's prefix that the CCM does not know (typo or wrong case)",
         source: "004 \"注解的内容需要严格区分大小写\"; Alibaba CCM annotations.go",
         check: Check::PerProvider(unknown_annotation),
+        vap: Vap::No("suggests the nearest known name, a fuzzy match CEL cannot make"),
     },
     Rule {
         id: "deletion-protection",
@@ -100,6 +109,7 @@ pub static RULES: &[Rule] = &[
         title: "A Service marked for deletion protection (config deletionProtection) cannot be deleted",
         source: "001 \"为Service开启删除保护\"",
         check: Check::Generic(deletion_protection),
+        vap: Vap::Cel(deletion_protection_cel),
     },
 ];
 
@@ -208,6 +218,21 @@ fn address_type_value(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     }
 }
 
+fn address_type_value_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "address-type");
+    Ok(vec![
+        CelCheck::new(
+            format!("{} && !({} in ['internet', 'intranet'])", a.present, a.value),
+            format!(
+                "'[address-type-value] ' + {} + ' is \"' + {} + '\"; allowed: \"internet\" or \"intranet\" (exact, lower case)'",
+                a.key, a.value
+            ),
+        )
+        .same_when(format!("{} + '=' + {}", a.key, a.value)),
+    ])
+}
+
 fn in_cluster_access_advice(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
     if new.traffic_policy() != Some("Local") {
@@ -275,15 +300,9 @@ fn enum_values(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     }
 }
 
-/// Attributes the CCM sets when it creates the LB and refuses to change afterwards.
-/// Alibaba's CCM compares the annotation with the live LB, so a removed annotation is
-/// ignored and an unset one means the CCM default; Huawei's class defaults to `union`.
-/// The catalog's `network-type` is the CCM's `slb-network-type` key.
-fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
-    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
-        return;
-    };
-    let attrs: &[(&str, Option<&str>)] = match cat.provider {
+/// The attributes `lb-attributes-immutable` protects, with the CCM's default.
+fn immutable_attributes(p: Provider) -> &'static [(&'static str, Option<&'static str>)] {
+    match p {
         Provider::Alibaba => &[
             ("address-type", Some("internet")),
             ("master-zoneid", None),
@@ -294,8 +313,22 @@ fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings)
             ("ip", None),
         ],
         Provider::Huawei => &[("class", Some("union")), ("autocreate", None)],
-        _ => return,
+        _ => &[],
+    }
+}
+
+/// Attributes the CCM sets when it creates the LB and refuses to change afterwards.
+/// Alibaba's CCM compares the annotation with the live LB, so a removed annotation is
+/// ignored and an unset one means the CCM default; Huawei's class defaults to `union`.
+/// The catalog's `network-type` is the CCM's `slb-network-type` key.
+fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
     };
+    let attrs = immutable_attributes(cat.provider);
+    if attrs.is_empty() {
+        return;
+    }
     for (suffix, default) in attrs {
         let Some(n) = cat.get(new, suffix) else {
             continue;
@@ -309,6 +342,207 @@ fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings)
             );
         }
     }
+}
+
+/// CEL: whether the request comes from the cloud controller (config `ccm.users/groups`).
+pub(crate) fn ccm_request_cel(v: &VapCtx) -> Option<String> {
+    let ccm = &v.config.ccm;
+    if ccm.users.is_empty() && ccm.groups.is_empty() {
+        return None;
+    }
+    let users: Vec<&str> = ccm.users.iter().map(String::as_str).collect();
+    let groups: Vec<&str> = ccm.groups.iter().map(String::as_str).collect();
+    Some(format!(
+        "(request.userInfo.username in {} || request.userInfo.groups.exists(g, g in {}))",
+        cel::list(&users),
+        cel::list(&groups)
+    ))
+}
+
+fn lb_id_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "id");
+    let (op, ov, ok) = (
+        cel::on(&a.present, "oldObject"),
+        cel::on(&a.value, "oldObject"),
+        cel::on(&a.key, "oldObject"),
+    );
+    let (np, nv, nk) = (
+        cel::on(&a.present, "object"),
+        cel::on(&a.value, "object"),
+        cel::on(&a.key, "object"),
+    );
+    // Adding an id: allowed when it names what the CCM bound (Alibaba's label); on Huawei,
+    // after elb.autocreate, only the CCM may, and only a known CCM identity makes it a denial.
+    let added = match (cat.lb_id_label, cat.provider) {
+        (Some(l), _) => {
+            let has = cel::on(&cel::has_label(l), "oldObject");
+            format!(
+                "(!{has} || oldObject.metadata.labels[{}] != {nv})",
+                cel::lit(l)
+            )
+        }
+        (None, Provider::Huawei) => {
+            let auto = cel::on(
+                &cel::catalog_annotation(cat, "autocreate").present,
+                "oldObject",
+            );
+            match ccm_request_cel(v) {
+                Some(by_ccm) => format!("(!{auto} || !{by_ccm})"),
+                None => format!("!{auto}"),
+            }
+        }
+        _ => "true".into(),
+    };
+    let violates =
+        format!("({op} && {np} && {ov} != {nv}) || ({op} && !{np}) || (!{op} && {np} && {added})");
+    let key = format!(
+        "({np} ? {nk} : ({op} ? {ok} : {}))",
+        cel::lit(&cat.key("id"))
+    );
+    let was = format!("({op} ? '\"' + {ov} + '\"' : 'unset')");
+    let now = format!("({np} ? '\"' + {nv} + '\"' : 'removed')");
+    Ok(vec![CelCheck::new(
+        violates,
+        format!(
+            "'[lb-id-immutable] ' + {key} + ' cannot be added, removed or changed on an existing Service (was ' + {was} + ', now ' + {now} + '); {RECREATE}'"
+        ),
+    )])
+}
+
+fn type_change_drops_lb_cel(_: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let new_type = "(has(object.spec) && has(object.spec.type) ? object.spec.type : 'ClusterIP')";
+    Ok(vec![CelCheck::new(
+        format!("{new_type} != 'LoadBalancer'"),
+        format!(
+            "'[type-change-drops-lb] spec.type changes from LoadBalancer to ' + {new_type} + ': the cloud controller deletes the load balancer\\'s listeners and backends, and the Service is no longer reachable through it; keep type LoadBalancer unless that is intended'"
+        ),
+    )])
+}
+
+fn finalizer_protected_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(by_ccm) = ccm_request_cel(v) else {
+        return Err(
+            "without ccm.users or ccm.groups the webhook only warns (it cannot tell the cloud controller's own writes apart)",
+        );
+    };
+    let mut protected: Vec<&str> = Provider::ALL
+        .iter()
+        .flat_map(|p| catalog(*p).finalizers.iter().copied())
+        .collect();
+    protected.extend(v.config.ccm.finalizers.iter().map(String::as_str));
+    let removed = format!(
+        "oldObject.metadata.finalizers.filter(f, f in {} && !(has(object.metadata.finalizers) && f in object.metadata.finalizers))",
+        cel::list(&protected)
+    );
+    Ok(vec![CelCheck::new(
+        format!("!{by_ccm} && has(oldObject.metadata.finalizers) && {removed}.size() > 0"),
+        format!(
+            "'[finalizer-protected] metadata.finalizers: \"' + {removed}[0] + '\" cannot be removed by hand: the cloud controller removes it after releasing the load balancer, and removing it early leaks the load balancer; put it back and delete the Service normally'"
+        ),
+    )])
+}
+
+fn in_cluster_access_advice_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let ok = match cat.provider {
+        Provider::Ctyun => {
+            let a = cel::catalog_annotation(cat, "ip-mode");
+            format!("({} && {} == 'proxy')", a.present, a.value)
+        }
+        Provider::Alibaba => cel::catalog_annotation(cat, "hostname").present,
+        Provider::Huawei => {
+            let a = cel::catalog_annotation(cat, "pass-through");
+            format!("({} && {} == 'true')", a.present, a.value)
+        }
+        Provider::Volcengine => return Ok(vec![]),
+    };
+    Ok(vec![CelCheck::new(
+        format!(
+            "has($s.spec.externalTrafficPolicy) && $s.spec.externalTrafficPolicy == 'Local' && !{ok}"
+        ),
+        "'[in-cluster-access-advice] spec.externalTrafficPolicy is \"Local\": clients inside the cluster that use the load balancer IP bypass the load balancer and fail on nodes without a backend pod; use the ClusterIP/DNS name inside the cluster, or the provider\\'s pass-through setting'",
+    )])
+}
+
+/// One check per enumerated annotation: its value is one of `allowed`.
+fn one_of_cel(cat: &Catalog, rule: &str, suffix: &str, allowed: &[&str]) -> CelCheck {
+    let a = cel::catalog_annotation(cat, suffix);
+    let shown: Vec<String> = allowed.iter().map(|v| format!("\\\"{v}\\\"")).collect();
+    CelCheck::new(
+        format!("{} && !({} in {})", a.present, a.value, cel::list(allowed)),
+        format!(
+            "'[{rule}] ' + {} + ' is \"' + {} + '\"; allowed: {} (exact, lower case)'",
+            a.key,
+            a.value,
+            shown.join(" or ")
+        ),
+    )
+    .same_when(format!("{} + '=' + {}", a.key, a.value))
+}
+
+fn enum_values_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let r = "enum-values";
+    Ok(match cat.provider {
+        Provider::Alibaba => vec![
+            one_of_cel(cat, r, "force-override-listeners", &["true", "false"]),
+            one_of_cel(cat, r, "remove-unscheduled-backend", &["on", "off"]),
+        ],
+        Provider::Huawei => vec![
+            one_of_cel(cat, r, "class", &["union", "performance"]),
+            one_of_cel(cat, r, "pass-through", &["true", "false"]),
+        ],
+        _ => vec![],
+    })
+}
+
+fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    Ok(immutable_attributes(cat.provider)
+        .iter()
+        .map(|(suffix, default)| {
+            let a = cel::catalog_annotation(cat, suffix);
+            let (op, ov) = (cel::on(&a.present, "oldObject"), cel::on(&a.value, "oldObject"));
+            let (np, nv, nk) = (
+                cel::on(&a.present, "object"),
+                cel::on(&a.value, "object"),
+                cel::on(&a.key, "object"),
+            );
+            let before_differs = match default {
+                Some(d) => format!("({op} ? {ov} != {nv} : {} != {nv})", cel::lit(d)),
+                None => format!("(!{op} || {ov} != {nv})"),
+            };
+            let was = match default {
+                Some(d) => format!("({op} ? '\"' + {ov} + '\"' : {})", cel::lit(&format!("\"{d}\""))),
+                None => format!("({op} ? '\"' + {ov} + '\"' : 'unset')"),
+            };
+            CelCheck::new(
+                format!("{np} && {before_differs}"),
+                format!("'[lb-attributes-immutable] ' + {nk} + ' cannot change once the load balancer exists (was ' + {was} + ', now \"' + {nv} + '\"); the cloud controller fails with \"can not change ... once created\"; restore the old value, or delete and recreate the Service'"),
+            )
+        })
+        .collect())
+}
+
+fn deletion_protection_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let dp = &v.config.deletion_protection;
+    let mut out = Vec::new();
+    if let Some(a) = &dp.annotation {
+        let has = cel::on(&cel::has_annotation(a), "oldObject");
+        out.push(CelCheck::new(
+            format!("{has} && oldObject.metadata.annotations[{}] == 'true'", cel::lit(a)),
+            format!("'[deletion-protection] Service ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ' is protected from deletion by annotation {a}: \"true\"; remove the mark first and delete again'"),
+        ));
+    }
+    if let Some(l) = &dp.label {
+        let has = cel::on(&cel::has_label(l), "oldObject");
+        out.push(CelCheck::new(
+            format!("{has} && oldObject.metadata.labels[{}] == 'true'", cel::lit(l)),
+            format!("'[deletion-protection] Service ' + oldObject.metadata.namespace + '/' + oldObject.metadata.name + ' is protected from deletion by label {l}: \"true\"; remove the mark first and delete again'"),
+        ));
+    }
+    Ok(out)
 }
 
 /// Suggests the known key closest to `key`, if one is close enough to be a typo.

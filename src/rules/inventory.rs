@@ -6,7 +6,7 @@ use super::listeners::listener_ports;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Rule, rule};
+use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
 
 const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];
 const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
@@ -20,7 +20,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "A reused load balancer's address type equals the Service's (annotation, or the provider default: intranet on CTyun, internet on Alibaba)",
         "000 \"所复用实例的地址类型必须与Service的访问类型严格一致\"; 001",
-        address_type_match
+        address_type_match,
+        Vap::No("reads the load balancer inventory")
     ),
     rule!(
         "reuse-user-created-only",
@@ -30,7 +31,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "Only load balancers created by the user may be reused, not ones made by the CCM, for the API server or an ingress",
         "000, 001, 004 \"仅支持复用用户手工创建的\"; 002",
-        reuse_user_created_only
+        reuse_user_created_only,
+        Vap::No("reads the load balancer inventory")
     ),
     rule!(
         "reuse-same-vpc",
@@ -40,7 +42,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "A reused private load balancer is in the cluster's VPC (cluster.vpcId); Alibaba allows another VPC for NLB only",
         "000 \"跨VPC复用暂不支持\"; 001 \"跨VPC复用仅适用于NLB实例\"; 002 \"僅支持與集群在同一個VPC下的ELB實例\"",
-        reuse_same_vpc
+        reuse_same_vpc,
+        Vap::No("reads the load balancer inventory")
     ),
     rule!(
         "cross-cluster-name-clash",
@@ -50,7 +53,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "A load balancer shared across clusters is not already used by the same namespace/name from another cluster",
         "001 \"需要确保两个集群的命名空间和Service组合名称不一致\"",
-        cross_cluster_name_clash
+        cross_cluster_name_clash,
+        Vap::No("reads the load balancer inventory")
     ),
     rule!(
         "elb-flavor-supports-protocol",
@@ -60,7 +64,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "An existing dedicated ELB used with http/https has both an L4 and an L7 flavor",
         "002 \"對接已有的獨享型ELB實例，需要獨享型ELB實例同時支持4層和7層的flavor\"",
-        elb_flavor_supports_protocol
+        elb_flavor_supports_protocol,
+        Vap::No("reads the load balancer inventory")
     ),
 ];
 

@@ -13,7 +13,7 @@ use crate::vocab::config::{ProviderChoice, ProxyMode};
 use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
 use crate::vocab::lb::{Family, protocol_family};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Rule, rule};
+use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
 use crate::vocab::service::Svc;
 
 pub const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
@@ -28,7 +28,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "No two Services, and no Service and an existing listener, use one listener port of a load balancer (TCP family and UDP apart)",
         "000/001 \"多个Service不能共用同一个负载均衡实例上的同一个监听端口\"; 000 \"不能使用负载均衡监听器已有端口\"",
-        listener_port_unique
+        listener_port_unique,
+        Vap::No("reads the cluster view and the load balancer inventory")
     ),
     rule!(
         "listener-quota",
@@ -38,7 +39,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "Listeners on one load balancer (all Services' ports and existing listeners) stay within quotas.listenersPerLoadBalancer (default 50)",
         "000, 001 \"默认情况下一个实例可以添加50个监听\"",
-        listener_quota
+        listener_quota,
+        Vap::No("reads the cluster view and the load balancer inventory")
     ),
     rule!(
         "shared-listener-mixed-management",
@@ -48,7 +50,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "A managed-listener Service and a skip-managed-listener Service may not share a port of one ELB",
         "003 \"若一个由CCE托管监听器的Service与一个取消监听器托管的Service共享同一监听器...监听器会被级联删除\"",
-        shared_listener_mixed_management
+        shared_listener_mixed_management,
+        Vap::No("reads the cluster view (other Services, Nodes or Ingresses)")
     ),
     rule!(
         "shared-listener-needs-l7",
@@ -58,7 +61,8 @@ pub static RULES: &[Rule] = &[
         Warn,
         "Several skip-managed-listener Services on one ELB port only work with HTTP/HTTPS listeners",
         "003 \"网络型...一个监听器只能绑定一个后端云服务器组\"",
-        shared_listener_needs_l7
+        shared_listener_needs_l7,
+        Vap::No("reads the cluster view (other Services, Nodes or Ingresses)")
     ),
     rule!(
         "pass-through-consistent",
@@ -68,7 +72,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "In IPVS mode all Services on one ELB have the same elb.pass-through setting",
         "002",
-        pass_through_consistent
+        pass_through_consistent,
+        Vap::No("reads the cluster view (other Services, Nodes or Ingresses)")
     ),
     rule!(
         "ipvs-node-external-ip",
@@ -78,7 +83,8 @@ pub static RULES: &[Rule] = &[
         Deny,
         "In IPVS mode spec.externalIPs may not contain a node's IP",
         "002 \"不支持配置節點的IP作為Service的externalIP，會導致節點不可用\"",
-        ipvs_node_external_ip
+        ipvs_node_external_ip,
+        Vap::No("reads the cluster view (other Services, Nodes or Ingresses)")
     ),
     rule!(
         "ingress-shares-elb",
@@ -88,7 +94,8 @@ pub static RULES: &[Rule] = &[
         Warn,
         "In IPVS mode an Ingress and a Service on one ELB make the Ingress unreachable in-cluster; an HTTP Service and an Ingress on one ELB port are denied",
         "002 \"請勿將Ingress與使用HTTP的Service對接同一個ELB下的同一個監聽器，否則將產生端口沖突\"",
-        ingress_shares_elb
+        ingress_shares_elb,
+        Vap::No("reads the cluster view (other Services, Nodes or Ingresses)")
     ),
 ];
 

@@ -5,9 +5,9 @@ use serde::{Deserialize, Serialize};
 use super::ctx::{Ctx, Findings};
 use super::provider::{Catalog, Provider};
 
-/// A per-provider rule: `rule!(id, providers, class, gate, default, title, source, check)`.
+/// A per-provider rule: `rule!(id, providers, class, gate, default, title, source, check, vap)`.
 macro_rules! rule {
-    ($id:literal, $providers:expr, $class:ident, $gate:ident, $default:ident, $title:literal, $source:literal, $check:ident) => {
+    ($id:literal, $providers:expr, $class:ident, $gate:ident, $default:ident, $title:literal, $source:literal, $check:ident, $vap:expr) => {
         $crate::vocab::rule::Rule {
             id: $id,
             providers: $providers,
@@ -17,6 +17,7 @@ macro_rules! rule {
             title: $title,
             source: $source,
             check: $crate::vocab::rule::Check::PerProvider($check),
+            vap: $vap,
         }
     };
 }
@@ -110,6 +111,55 @@ pub struct Rule {
     pub title: &'static str,
     pub source: &'static str,
     pub check: Check,
+    /// The rule as a ValidatingAdmissionPolicy (`lbguard export-vap`), or why it is not one.
+    pub vap: Vap,
+}
+
+/// How a rule is exported as a ValidatingAdmissionPolicy.
+#[derive(Clone, Copy)]
+pub enum Vap {
+    /// Not exported, and why.
+    No(&'static str),
+    /// The CEL checks for one provider (`cat` is `None` for generic rules); `Err` says why the
+    /// rule cannot be exported under this config, an empty list that there is nothing to check.
+    Cel(fn(&VapCtx) -> Result<Vec<CelCheck>, &'static str>),
+}
+
+/// What a rule's CEL is written from: the provider, the config and the versions, all fixed
+/// at export time.
+pub struct VapCtx<'a> {
+    pub cat: Option<&'static Catalog>,
+    pub config: &'a super::config::Config,
+    pub versions: &'a super::ctx::Versions,
+}
+
+/// One CEL check. In `violates`, `witness` and `message`, `$s` stands for the Service checked
+/// (`object`, or `oldObject` when the engine's update ratchet looks at the live object);
+/// transition and delete checks name `object` and `oldObject` themselves.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CelCheck {
+    /// True when the Service breaks the rule.
+    pub violates: String,
+    /// What makes two findings the same (the engine's ratchet lets an update keep a finding
+    /// the live object already had): compared between `object` and `oldObject`.
+    pub witness: Option<String>,
+    /// The message, a CEL string expression starting with the rule id.
+    pub message: String,
+}
+
+impl CelCheck {
+    pub fn new(violates: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            violates: violates.into(),
+            witness: None,
+            message: message.into(),
+        }
+    }
+
+    pub fn same_when(mut self, witness: impl Into<String>) -> Self {
+        self.witness = Some(witness.into());
+        self
+    }
 }
 
 impl std::fmt::Debug for Rule {

@@ -1,0 +1,165 @@
+//! The exported policies evaluated as the API server would, with a Rust CEL implementation,
+//! next to the engine: every rule test and example checks that both give the same verdict.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use cel::{Context, Env, Program, Value};
+use serde_json::json;
+
+use super::{Export, export};
+use crate::vocab::config::Config;
+use crate::vocab::ctx::Versions;
+use crate::vocab::input::Input;
+use crate::vocab::rule::Action;
+
+/// Kubernetes' CEL environment, as far as the exported CEL uses it: the standard library,
+/// its macros and the strings extension (`lowerAscii`, `split`, ...).
+fn env() -> Arc<Env> {
+    thread_local! {
+        static ENV: Arc<Env> = {
+            let mut env = Env::stdlib();
+            env.add_extension(cel::extensions::strings).expect("strings extension");
+            Arc::new(env)
+        };
+    }
+    ENV.with(Arc::clone)
+}
+
+fn compile(expr: &str) -> Arc<Program> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<HashMap<String, Arc<Program>>> = Default::default();
+    }
+    CACHE.with(|c| {
+        if let Some(p) = c.borrow().get(expr) {
+            return Arc::clone(p);
+        }
+        let p = Arc::new(
+            env()
+                .compile(expr)
+                .unwrap_or_else(|e| panic!("CEL does not compile: {e:?}\n{expr}")),
+        );
+        c.borrow_mut().insert(expr.to_string(), Arc::clone(&p));
+        p
+    })
+}
+
+fn run(expr: &str, vars: &[(&str, &serde_json::Value)]) -> Value {
+    let mut ctx = Context::with_env(env());
+    for (name, v) in vars {
+        ctx.add_variable(*name, cel::to_value(*v).expect("JSON converts"));
+    }
+    compile(expr)
+        .execute(&ctx)
+        .unwrap_or_else(|e| panic!("CEL fails at run time: {e:?}\n{expr}\nvars: {vars:?}"))
+}
+
+/// What the API server would do with `input`: per exported rule, the messages of the
+/// validations that fail (none when a match condition or the namespace leaves it out).
+pub fn failures(
+    export: &Export,
+    input: &Input,
+    config: &Config,
+) -> Vec<(&'static str, Action, Vec<String>)> {
+    let object = input.object.as_ref().map_or(serde_json::Value::Null, |o| {
+        serde_json::to_value(o).unwrap()
+    });
+    let old = input
+        .old_object
+        .as_ref()
+        .map_or(serde_json::Value::Null, |o| {
+            serde_json::to_value(o).unwrap()
+        });
+    let request = json!({
+        "operation": input.operation.as_str(),
+        "namespace": input.namespace,
+        "name": input.name,
+        "userInfo": {"username": input.user.username, "groups": input.user.groups},
+    });
+    let vars = [
+        ("object", &object),
+        ("oldObject", &old),
+        ("request", &request),
+    ];
+    let mut out = Vec::new();
+    if config.exemptions.namespaces.contains(&input.namespace) {
+        return out;
+    }
+    for e in &export.exported {
+        let spec = e.policy.spec.as_ref().unwrap();
+        let ops = spec
+            .match_constraints
+            .as_ref()
+            .unwrap()
+            .resource_rules
+            .as_ref()
+            .unwrap()[0]
+            .operations
+            .clone()
+            .unwrap_or_default();
+        if !ops.iter().any(|o| o == input.operation.as_str()) {
+            continue;
+        }
+        let matched = spec
+            .match_conditions
+            .iter()
+            .flatten()
+            .all(|c| run(&c.expression, &vars) == Value::Bool(true));
+        if !matched {
+            continue;
+        }
+        let mut failed = Vec::new();
+        for v in spec.validations.iter().flatten() {
+            match run(&v.expression, &vars) {
+                Value::Bool(true) => {}
+                Value::Bool(false) => {
+                    let msg = v.message_expression.as_deref().unwrap();
+                    match run(msg, &vars) {
+                        Value::String(s) => failed.push(s.to_string()),
+                        other => panic!("messageExpression gives {other:?}: {msg}"),
+                    }
+                }
+                other => panic!("validation gives {other:?}: {}", v.expression),
+            }
+        }
+        out.push((e.rule.id, e.action, failed));
+    }
+    out
+}
+
+/// Asserts that the exported policies and the engine agree on `input`: a policy fails
+/// exactly when the engine reports a finding of its rule at the rule's action (advisory
+/// "cannot tell" warnings and findings the update ratchet keeps are the webhook's alone).
+pub fn assert_equivalent(
+    input: &Input,
+    config: &Config,
+    versions: &Versions,
+    verdict: &crate::engine::Verdict,
+) {
+    let export = export(config, versions, None);
+    for (rule, action, failed) in failures(&export, input, config) {
+        let engine: Vec<&str> = verdict
+            .violations
+            .iter()
+            .filter(|v| v.rule == rule && v.action == action)
+            .filter(|v| {
+                !v.message
+                    .ends_with("(already so before this update, so not blocking it)")
+            })
+            .filter(|v| {
+                !v.message.contains("cannot tell")
+                    && !v.message.contains("set ccm.users or ccm.groups")
+            })
+            .map(|v| v.message.as_str())
+            .collect();
+        assert_eq!(
+            failed.is_empty(),
+            engine.is_empty(),
+            "rule {rule}: the policy says {failed:?}, the engine {engine:?}\ninput: {}",
+            serde_json::to_string(&input.object).unwrap_or_default()
+        );
+        for m in &failed {
+            assert!(m.starts_with(&format!("[{rule}] ")), "{m}");
+        }
+    }
+}

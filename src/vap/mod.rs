@@ -1,0 +1,291 @@
+//! `lbguard export-vap`: the rules that are pure functions of the Service (and, on updates,
+//! of the live Service) as ValidatingAdmissionPolicies, which the API server evaluates
+//! itself. One policy and one binding per rule: a binding has one action, and rules differ in
+//! theirs. The config is baked in: actions, exemptions, versions, providers.
+//!
+//! Not exported: rules that read the cluster view or the inventory, rules whose CEL is not
+//! written, and rules the config turns off or has nothing to check for (a version rule when
+//! the cluster is new enough). `export-vap --list` says which and why.
+
+#[cfg(test)]
+pub mod eval;
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::api::admissionregistration::v1::{
+    MatchCondition, MatchResources, NamedRuleWithOperations, ValidatingAdmissionPolicy,
+    ValidatingAdmissionPolicyBinding, ValidatingAdmissionPolicyBindingSpec,
+    ValidatingAdmissionPolicySpec, Validation,
+};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta,
+};
+
+use crate::providers::catalog;
+use crate::rules::registry;
+use crate::vocab::cel::{self, IS_LB, on};
+use crate::vocab::config::{Config, ProviderChoice};
+use crate::vocab::ctx::Versions;
+use crate::vocab::provider::{Catalog, Provider};
+use crate::vocab::rule::{Action, Check, Gate, Rule, Vap, VapCtx};
+
+/// One exported rule.
+#[derive(Debug, Clone)]
+pub struct Exported {
+    pub rule: &'static Rule,
+    pub action: Action,
+    pub policy: ValidatingAdmissionPolicy,
+    pub binding: ValidatingAdmissionPolicyBinding,
+}
+
+/// What `export` produced: the policies, and every other rule with the reason it is not one.
+#[derive(Debug, Clone, Default)]
+pub struct Export {
+    pub exported: Vec<Exported>,
+    pub skipped: Vec<(&'static str, String)>,
+}
+
+/// The "is or was LoadBalancer" condition of the chart's validating webhook.
+pub const IS_OR_WAS_LB: &str = "(object != null && has(object.spec) && has(object.spec.type) && object.spec.type == 'LoadBalancer') || (oldObject != null && has(oldObject.spec) && has(oldObject.spec.type) && oldObject.spec.type == 'LoadBalancer')";
+
+/// Exports every rule the config keeps on (or only `only`, when given).
+pub fn export(config: &Config, versions: &Versions, only: Option<&[String]>) -> Export {
+    let mut out = Export::default();
+    for rule in registry() {
+        if only.is_some_and(|ids| !ids.iter().any(|i| i == rule.id)) {
+            continue;
+        }
+        match export_rule(rule, config, versions) {
+            Ok(e) => out.exported.push(e),
+            Err(why) => out.skipped.push((rule.id, why)),
+        }
+    }
+    out
+}
+
+/// The providers whose rules the policies carry.
+fn providers(config: &Config, rule: &Rule) -> Vec<Provider> {
+    match config.provider {
+        ProviderChoice::Fixed(p) => rule.providers.iter().copied().filter(|r| *r == p).collect(),
+        ProviderChoice::Auto => rule.providers.to_vec(),
+    }
+}
+
+/// CEL for "the engine would apply `p`'s rules to `var`" (`provider: auto`): the Service
+/// carries one of its annotations (prefix, any case), its load balancer label or a finalizer.
+fn detects(cat: &Catalog, var: &str) -> String {
+    let mut any: Vec<String> = cat
+        .prefixes()
+        .map(|p| {
+            format!(
+                "(has($s.metadata.annotations) && $s.metadata.annotations.exists(k, k.lowerAscii().startsWith({})))",
+                cel::lit(&p.to_ascii_lowercase())
+            )
+        })
+        .collect();
+    if let Some(l) = cat.lb_id_label {
+        any.push(cel::has_label(l));
+    }
+    if !cat.finalizers.is_empty() {
+        any.push(format!(
+            "(has($s.metadata.finalizers) && $s.metadata.finalizers.exists(f, f in {}))",
+            cel::list(cat.finalizers)
+        ));
+    }
+    format!("({var} != null && ({}))", on(&any.join(" || "), var))
+}
+
+/// CEL for the engine's gate: when a rule runs at all.
+fn gate(g: Gate) -> String {
+    let new_lb = format!("(object != null && {})", on(IS_LB, "object"));
+    let old_lb = format!("(oldObject != null && {})", on(IS_LB, "oldObject"));
+    match g {
+        Gate::Admit => new_lb,
+        Gate::Transition => format!("({old_lb} && {new_lb})"),
+        Gate::AnyUpdate => format!("({old_lb} && object != null)"),
+        Gate::Update => "(oldObject != null && object != null)".into(),
+        Gate::Delete => "(oldObject != null && object == null)".into(),
+    }
+}
+
+fn operations(g: Gate) -> Vec<String> {
+    let ops: &[&str] = match g {
+        Gate::Admit => &["CREATE", "UPDATE"],
+        Gate::Transition | Gate::AnyUpdate | Gate::Update => &["UPDATE"],
+        Gate::Delete => &["DELETE"],
+    };
+    ops.iter().map(|s| s.to_string()).collect()
+}
+
+fn export_rule(
+    rule: &'static Rule,
+    config: &Config,
+    versions: &Versions,
+) -> Result<Exported, String> {
+    let action = config.action_for(rule.id, rule.default);
+    if action == Action::Off {
+        return Err("off in the config".into());
+    }
+    let make = match rule.vap {
+        Vap::No(why) => return Err(why.into()),
+        Vap::Cel(f) => f,
+    };
+    let fixed = matches!(config.provider, ProviderChoice::Fixed(_));
+    let mut validations = Vec::new();
+    let targets: Vec<Option<&'static Catalog>> = match rule.check {
+        Check::Generic(_) => vec![None],
+        Check::PerProvider(_) => providers(config, rule)
+            .into_iter()
+            .map(|p| Some(catalog(p)))
+            .collect(),
+    };
+    for cat in targets {
+        let checks = make(&VapCtx {
+            cat,
+            config,
+            versions,
+        })
+        .map_err(String::from)?;
+        let applies_new = match (cat, fixed) {
+            (Some(c), false) => {
+                format!("({} || {})", detects(c, "object"), detects(c, "oldObject"))
+            }
+            _ => "true".into(),
+        };
+        let applies_old = match (cat, fixed) {
+            (Some(c), false) => detects(c, "oldObject"),
+            _ => "true".into(),
+        };
+        for c in checks {
+            let violates_now = on(&c.violates, "object");
+            // The engine lets an update keep a denial the live LoadBalancer already had.
+            let ratchet = match (&c.witness, action, rule.gate) {
+                (Some(w), Action::Deny, Gate::Admit) => format!(
+                    " || (oldObject != null && {} && {applies_old} && ({}) && ({}) == ({}))",
+                    on(IS_LB, "oldObject"),
+                    on(&c.violates, "oldObject"),
+                    on(w, "oldObject"),
+                    on(w, "object"),
+                ),
+                _ => String::new(),
+            };
+            validations.push(Validation {
+                expression: format!(
+                    "!({} && {applies_new} && ({violates_now})){ratchet}",
+                    gate(rule.gate)
+                ),
+                message_expression: Some(on(&c.message, "object")),
+                reason: Some("Invalid".into()),
+                ..Default::default()
+            });
+        }
+    }
+    if validations.is_empty() {
+        return Err("nothing to check with this config (e.g. the version is new enough)".into());
+    }
+    let name = format!("lbguard-{}", rule.id);
+    let labels = BTreeMap::from([
+        (
+            "app.kubernetes.io/managed-by".to_string(),
+            "lbguard".to_string(),
+        ),
+        ("lbguard.io/rule".to_string(), rule.id.to_string()),
+    ]);
+    let meta = ObjectMeta {
+        name: Some(name.clone()),
+        labels: Some(labels),
+        ..Default::default()
+    };
+    let ex = &config.exemptions;
+    // Rules that run on any update (finalizers) see every Service, as in the engine.
+    let mut conditions = Vec::new();
+    if rule.gate != Gate::Update {
+        conditions.push(MatchCondition {
+            name: "is-or-was-load-balancer".into(),
+            expression: IS_OR_WAS_LB.into(),
+        });
+    }
+    if !ex.users.is_empty() || !ex.groups.is_empty() {
+        let users: Vec<&str> = ex.users.iter().map(String::as_str).collect();
+        let groups: Vec<&str> = ex.groups.iter().map(String::as_str).collect();
+        conditions.push(MatchCondition {
+            name: "not-exempt".into(),
+            expression: format!(
+                "!(request.userInfo.username in {}) && !request.userInfo.groups.exists(g, g in {})",
+                cel::list(&users),
+                cel::list(&groups)
+            ),
+        });
+    }
+    let policy = ValidatingAdmissionPolicy {
+        metadata: meta.clone(),
+        spec: Some(ValidatingAdmissionPolicySpec {
+            failure_policy: Some("Fail".into()),
+            match_constraints: Some(MatchResources {
+                resource_rules: Some(vec![NamedRuleWithOperations {
+                    api_groups: Some(vec![String::new()]),
+                    api_versions: Some(vec!["v1".into()]),
+                    resources: Some(vec!["services".into()]),
+                    operations: Some(operations(rule.gate)),
+                    ..Default::default()
+                }]),
+                ..Default::default()
+            }),
+            match_conditions: Some(conditions),
+            validations: Some(validations),
+            ..Default::default()
+        }),
+        status: None,
+    };
+    let namespace_selector = (!ex.namespaces.is_empty()).then(|| LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: "kubernetes.io/metadata.name".into(),
+            operator: "NotIn".into(),
+            values: Some(ex.namespaces.clone()),
+        }]),
+        ..Default::default()
+    });
+    let binding = ValidatingAdmissionPolicyBinding {
+        metadata: meta,
+        spec: Some(ValidatingAdmissionPolicyBindingSpec {
+            policy_name: Some(name),
+            validation_actions: Some(vec![match action {
+                Action::Deny => "Deny".into(),
+                _ => "Warn".into(),
+            }]),
+            match_resources: namespace_selector.map(|s| MatchResources {
+                namespace_selector: Some(s),
+                ..Default::default()
+            }),
+            ..Default::default()
+        }),
+    };
+    Ok(Exported {
+        rule,
+        action,
+        policy,
+        binding,
+    })
+}
+
+/// The policies and bindings as Kubernetes objects (JSON values with apiVersion and kind).
+pub fn objects(export: &Export) -> Vec<serde_json::Value> {
+    let mut out = Vec::new();
+    for e in &export.exported {
+        out.push(with_kind(&e.policy, "ValidatingAdmissionPolicy"));
+        out.push(with_kind(&e.binding, "ValidatingAdmissionPolicyBinding"));
+    }
+    out
+}
+
+fn with_kind<T: serde::Serialize>(o: &T, kind: &str) -> serde_json::Value {
+    let mut v = serde_json::to_value(o).unwrap_or_default();
+    if let Some(m) = v.as_object_mut() {
+        m.insert(
+            "apiVersion".into(),
+            "admissionregistration.k8s.io/v1".into(),
+        );
+        m.insert("kind".into(), kind.into());
+    }
+    v
+}

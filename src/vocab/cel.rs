@@ -1,0 +1,97 @@
+//! Small builders for the CEL that rules export (`lbguard export-vap`). `$s` stands for the
+//! Service a check reads; the exporter puts `object` or `oldObject` in its place.
+
+use super::provider::Catalog;
+
+/// A CEL string literal.
+pub fn lit(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('\'');
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\'' => out.push_str("\\'"),
+            '\n' => out.push_str("\\n"),
+            c => out.push(c),
+        }
+    }
+    out.push('\'');
+    out
+}
+
+/// A CEL list of string literals.
+pub fn list(items: &[&str]) -> String {
+    let items: Vec<String> = items.iter().map(|s| lit(s)).collect();
+    format!("[{}]", items.join(", "))
+}
+
+/// `$s` carries annotation `key`.
+pub fn has_annotation(key: &str) -> String {
+    format!(
+        "(has($s.metadata.annotations) && {} in $s.metadata.annotations)",
+        lit(key)
+    )
+}
+
+/// The value of annotation `key` on `$s` (guard with `has_annotation`).
+pub fn annotation(key: &str) -> String {
+    format!("$s.metadata.annotations[{}]", lit(key))
+}
+
+/// `$s`'s label `key` is present.
+pub fn has_label(key: &str) -> String {
+    format!(
+        "(has($s.metadata.labels) && {} in $s.metadata.labels)",
+        lit(key)
+    )
+}
+
+/// A catalog annotation as `Catalog::get` reads it: the current prefix first, then the
+/// legacy one.
+pub struct Annotation {
+    /// True when either key is there.
+    pub present: String,
+    /// The value read (guard with `present`).
+    pub value: String,
+    /// The key read, as a CEL string (for messages).
+    pub key: String,
+}
+
+pub fn catalog_annotation(cat: &Catalog, suffix: &str) -> Annotation {
+    let current = format!("{}{suffix}", cat.prefix);
+    match cat.legacy_prefix {
+        None => Annotation {
+            present: has_annotation(&current),
+            value: annotation(&current),
+            key: lit(&current),
+        },
+        Some(legacy) => {
+            let old = format!("{legacy}{suffix}");
+            let (hc, ho) = (has_annotation(&current), has_annotation(&old));
+            Annotation {
+                present: format!("({hc} || {ho})"),
+                value: format!("({hc} ? {} : {})", annotation(&current), annotation(&old)),
+                key: format!("({hc} ? {} : {})", lit(&current), lit(&old)),
+            }
+        }
+    }
+}
+
+/// `$s` is a LoadBalancer Service.
+pub const IS_LB: &str = "(has($s.spec) && has($s.spec.type) && $s.spec.type == 'LoadBalancer')";
+
+/// Puts `object` or `oldObject` in place of `$s`.
+pub fn on(expr: &str, var: &str) -> String {
+    expr.replace("$s", var)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn literals_escape_quotes_and_backslashes() {
+        assert_eq!(lit(r"a'b\c"), r"'a\'b\\c'");
+        assert_eq!(list(&["on", "off"]), "['on', 'off']");
+    }
+}
