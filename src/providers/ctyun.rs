@@ -4,7 +4,8 @@
 //! Kubernetes' own `VIP` mode is what the Service gets without the annotation.
 
 use super::data;
-use crate::vocab::checks::require_version;
+use crate::vocab::cel;
+use crate::vocab::checks::{require_version, version_too_old};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
@@ -32,7 +33,7 @@ pub static RULES: &[Rule] = &[
         title: "ctyun-loadbalancer-ip-mode is \"proxy\"",
         source: "000 \"service.beta.kubernetes.io/ctyun-loadbalancer-ip-mode = \\\"proxy\\\"\"",
         check: Check::PerProvider(ip_mode_value),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(ip_mode_value_cel),
     },
     Rule {
         id: "ip-mode-version",
@@ -43,7 +44,7 @@ pub static RULES: &[Rule] = &[
         title: "ip-mode: proxy needs Kubernetes 1.30 or newer",
         source: "000 \"该特性要求Kubernetes集群版本大于v1.29\"",
         check: Check::PerProvider(ip_mode_version),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(ip_mode_version_cel),
     },
 ];
 
@@ -77,6 +78,34 @@ fn ip_mode_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
             |v| *v >= IP_MODE_MIN,
         );
     }
+}
+
+fn ip_mode_value_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "ip-mode");
+    Ok(vec![
+        CelCheck::new(
+            format!("{} && {} != 'proxy'", a.present, a.value),
+            format!("'[ip-mode-value] ' + {} + ' is \"' + {} + '\"; allowed: \"proxy\" (exact, lower case); remove the annotation for the default VIP mode'", a.key, a.value),
+        )
+        .same_when(a.value),
+    ])
+}
+
+fn ip_mode_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    if !version_too_old(v, VersionOf::Cluster, |k| *k >= IP_MODE_MIN)? {
+        return Ok(vec![]);
+    }
+    let a = cel::catalog_annotation(cat, "ip-mode");
+    let runs = v.versions.cluster_text();
+    Ok(vec![
+        CelCheck::new(
+            format!("{} && {} == 'proxy'", a.present, a.value),
+            format!("'[ip-mode-version] ' + {} + ': \"proxy\" needs Kubernetes v1.30 or newer; the cluster runs {runs}; upgrade the cluster first, or remove it'", a.key),
+        )
+        .same_when(a.value),
+    ])
 }
 
 #[cfg(test)]

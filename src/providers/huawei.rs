@@ -2,7 +2,10 @@
 //! (`skip-managed-listener`) and the cluster-version gates of ELB features.
 
 use super::data;
-use crate::vocab::checks::{ccm_only, duplicates, protocol_entries, require_version};
+use crate::vocab::cel;
+use crate::vocab::checks::{
+    ccm_only, ccm_request_cel, duplicates, protocol_entries, require_version, version_too_old,
+};
 use crate::vocab::config::Flavor;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
@@ -33,7 +36,7 @@ pub static RULES: &[Rule] = &[
         "Once elb.skip-managed-listener is \"true\" it stays \"true\"",
         "003 \"取消监听器托管后不支持恢复，如需恢复...需要删除并重建Service\"",
         skip_listener_irreversible,
-        Vap::No("TODO")
+        Vap::Cel(skip_listener_irreversible_cel)
     ),
     rule!(
         "skip-listener-needs-existing-elb",
@@ -44,7 +47,7 @@ pub static RULES: &[Rule] = &[
         "skip-managed-listener: \"true\" needs kubernetes.io/elb.id and no elb.autocreate",
         "003 \"只支持选择已有ELB，不支持自动创建ELB\"",
         skip_listener_needs_existing_elb,
-        Vap::No("TODO")
+        Vap::Cel(skip_listener_needs_existing_elb_cel)
     ),
     rule!(
         "skip-listener-not-multicluster",
@@ -55,7 +58,7 @@ pub static RULES: &[Rule] = &[
         "skip-managed-listener cannot be combined with kubernetes.io/elb.multicluster",
         "003 \"取消监听器托管不可与跨集群后端特性（kubernetes.io/elb.multicluster）同时使用\"",
         skip_listener_not_multicluster,
-        Vap::No("TODO")
+        Vap::Cel(skip_listener_not_multicluster_cel)
     ),
     rule!(
         "skip-listener-version",
@@ -66,7 +69,7 @@ pub static RULES: &[Rule] = &[
         "skip-managed-listener needs v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or a newer minor",
         "003 功能说明 table",
         skip_listener_version,
-        Vap::No("TODO")
+        Vap::Cel(skip_listener_version_cel)
     ),
     rule!(
         "system-annotations-reserved",
@@ -77,7 +80,7 @@ pub static RULES: &[Rule] = &[
         "Users may not set, change or remove elb.listener-port / elb.listener-port-ranges-auto-generated",
         "003 \"请勿自行指定该注解，且不建议自行修改或删除\"",
         system_annotations_reserved,
-        Vap::No("TODO")
+        Vap::Cel(system_annotations_reserved_cel)
     ),
     rule!(
         "protocol-port-format",
@@ -88,7 +91,7 @@ pub static RULES: &[Rule] = &[
         "elb.protocol-port is proto:port pairs; each port a spec.ports[].port with protocol TCP (UDP for udp)",
         "002 \"protocol-port的取值需要和service的spec.ports字段中的端口对应\"",
         protocol_port_format,
-        Vap::No("TODO")
+        Vap::No("parses protocol:port lists against spec.ports; not written as CEL yet")
     ),
     rule!(
         "https-needs-cert",
@@ -99,7 +102,7 @@ pub static RULES: &[Rule] = &[
         "An https entry in elb.protocol-port needs kubernetes.io/elb.cert-id",
         "002 \"当protocol-port指定了https协议，ELB监听器的证书会设置为cert-id证书\"",
         https_needs_cert,
-        Vap::No("TODO")
+        Vap::Cel(https_needs_cert_cel)
     ),
     rule!(
         "http-version",
@@ -110,7 +113,7 @@ pub static RULES: &[Rule] = &[
         "HTTP/HTTPS in elb.protocol-port needs cluster v1.19.16 or newer",
         "002 \"Service使用HTTP僅v1.19.16及以上版本集群支持\"",
         http_version,
-        Vap::No("TODO")
+        Vap::Cel(http_version_cel)
     ),
     rule!(
         "dedicated-elb-version",
@@ -121,7 +124,7 @@ pub static RULES: &[Rule] = &[
         "elb.class: performance needs cluster v1.17 or newer",
         "002 \"獨享型ELB僅支持1.17及以上集群\"",
         dedicated_elb_version,
-        Vap::No("TODO")
+        Vap::Cel(dedicated_elb_version_cel)
     ),
     rule!(
         "pass-through-version",
@@ -132,7 +135,7 @@ pub static RULES: &[Rule] = &[
         "elb.pass-through needs cluster v1.16 or newer (\"> v1.15\")",
         "002 \"1.15及以下老版本集群暫不支持該能力\"",
         pass_through_version,
-        Vap::No("TODO")
+        Vap::Cel(pass_through_version_cel)
     ),
     rule!(
         "huawei-autocreate-valid",
@@ -143,7 +146,7 @@ pub static RULES: &[Rule] = &[
         "elb.autocreate is a valid JSON object (type, bandwidth, flavors, zones) and excludes elb.id",
         "002 examples; \"需要在kubernetes.io/elb.autocreate的annotation中指定4層和7層flavor\"",
         huawei_autocreate_valid,
-        Vap::No("TODO")
+        Vap::No("reads the JSON in elb.autocreate, and Kubernetes CEL has no JSON parser")
     ),
     rule!(
         "traffic-policy-change",
@@ -154,7 +157,7 @@ pub static RULES: &[Rule] = &[
         "externalTrafficPolicy Cluster -> Local on an existing Service leaves stale connection tracking",
         "002",
         traffic_policy_change,
-        Vap::No("TODO")
+        Vap::Cel(traffic_policy_change_cel)
     ),
     rule!(
         "turbo-cluster-policy",
@@ -165,7 +168,7 @@ pub static RULES: &[Rule] = &[
         "On CCE Turbo (cluster.flavor: turbo) externalTrafficPolicy must be Cluster",
         "002 \"CCE Turbo集群僅支持集群級別服務親和\"",
         turbo_cluster_policy,
-        Vap::No("TODO")
+        Vap::Cel(turbo_cluster_policy_cel)
     ),
 ];
 
@@ -582,6 +585,205 @@ fn turbo_cluster_policy(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
             "spec.externalTrafficPolicy is \"Local\" but CCE Turbo clusters support only \"Cluster\"; set spec.externalTrafficPolicy: Cluster",
         );
     }
+}
+
+/// CEL: `$s` has skip-managed-listener: "true".
+fn skipping_cel(cat: &Catalog) -> String {
+    let a = cel::catalog_annotation(cat, SKIP);
+    format!("({} && {} == 'true')", a.present, a.value)
+}
+
+/// CEL: `$s`'s protocol-port has an entry with one of `protocols`.
+fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {
+    let a = cel::catalog_annotation(cat, "protocol-port");
+    format!(
+        "({} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in {}))",
+        a.present,
+        a.value,
+        cel::list(protocols)
+    )
+}
+
+fn skip_listener_irreversible_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, SKIP);
+    let now = cel::on(
+        &format!("({} ? '\"' + {} + '\"' : 'removed')", a.present, a.value),
+        "object",
+    );
+    Ok(vec![CelCheck::new(
+        format!(
+            "{} && !{}",
+            cel::on(&skipping_cel(cat), "oldObject"),
+            cel::on(&skipping_cel(cat), "object")
+        ),
+        format!(
+            "'[skip-listener-irreversible] {} was \"true\" and is now ' + {now} + ': listener hosting cannot be turned back on; keep \"true\", or delete and recreate the Service'",
+            cat.key(SKIP)
+        ),
+    )])
+}
+
+fn skip_listener_needs_existing_elb_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let key = cat.key(SKIP);
+    let id = cel::catalog_annotation(cat, "id");
+    let auto = cel::catalog_annotation(cat, "autocreate");
+    Ok(vec![
+        CelCheck::new(
+            format!("{} && !{}", skipping_cel(cat), id.present),
+            format!("'[skip-listener-needs-existing-elb] {key}: \"true\" needs an existing ELB: add {} (an ELB in the cluster\\'s VPC)'", cat.key("id")),
+        )
+        .same_when("'needs-id'"),
+        CelCheck::new(
+            format!("{} && {}", skipping_cel(cat), auto.present),
+            format!("'[skip-listener-needs-existing-elb] {key}: \"true\" cannot be used with ' + {} + ' (auto-created ELBs are not supported); use {} of an existing ELB'", auto.key, cat.key("id")),
+        )
+        .same_when(auto.key),
+    ])
+}
+
+fn skip_listener_not_multicluster_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let m = cel::catalog_annotation(cat, "multicluster");
+    Ok(vec![
+        CelCheck::new(
+            format!("{} && {} && {} == 'true'", skipping_cel(cat), m.present, m.value),
+            format!("'[skip-listener-not-multicluster] ' + {} + ': \"true\" cannot be combined with {}: \"true\"; remove one of them'", m.key, cat.key(SKIP)),
+        )
+        .same_when(m.key),
+    ])
+}
+
+/// A cluster-version rule's CEL: `uses` when the cluster is older than `ok` allows.
+fn cluster_gate_cel(
+    v: &VapCtx,
+    rule: &str,
+    ok: impl Fn(&KubeVersion) -> bool,
+    uses: String,
+    feature: String,
+    needs: &str,
+) -> Result<Vec<CelCheck>, &'static str> {
+    if !version_too_old(v, VersionOf::Cluster, ok)? {
+        return Ok(vec![]);
+    }
+    let runs = v.versions.cluster_text();
+    Ok(vec![
+        CelCheck::new(
+            uses,
+            format!("'[{rule}] ' + {feature} + ' needs {needs}; the cluster runs {runs}; upgrade the cluster first, or remove it'"),
+        )
+        .same_when("'uses'"),
+    ])
+}
+
+fn skip_listener_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    cluster_gate_cel(
+        v,
+        "skip-listener-version",
+        skip_listener_supported,
+        skipping_cel(cat),
+        cel::lit(&format!("{}: \"true\"", cat.key(SKIP))),
+        "v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or newer",
+    )
+}
+
+fn http_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    cluster_gate_cel(
+        v,
+        "http-version",
+        |k| *k >= KubeVersion::new(1, 19, 16, 0),
+        protocol_in_cel(cat, &["http", "https"]),
+        cel::lit(&format!("HTTP/HTTPS in {}", cat.key("protocol-port"))),
+        "a v1.19.16 or newer cluster",
+    )
+}
+
+fn dedicated_elb_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "class");
+    cluster_gate_cel(
+        v,
+        "dedicated-elb-version",
+        |k| (k.major, k.minor) >= (1, 17),
+        format!("{} && {} == 'performance'", a.present, a.value),
+        format!("'a dedicated ELB (' + {} + ': \"performance\")'", a.key),
+        "a v1.17 or newer cluster",
+    )
+}
+
+fn pass_through_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "pass-through");
+    cluster_gate_cel(
+        v,
+        "pass-through-version",
+        |k| (k.major, k.minor) > (1, 15),
+        a.present.clone(),
+        a.key,
+        "a cluster newer than v1.15 (v1.16+)",
+    )
+}
+
+/// CCE's bookkeeping keys: never given at creation; changed later only by the CCM (a
+/// denial only when the CCM's identity is configured, as in the webhook).
+fn system_annotations_reserved_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let old_lb = format!(
+        "(oldObject != null && {})",
+        cel::on(cel::IS_LB, "oldObject")
+    );
+    Ok(SYSTEM_KEYS
+        .iter()
+        .map(|suffix| {
+            let key = cat.key(suffix);
+            let (np, nv) = (cel::on(&cel::has_annotation(&key), "object"), cel::on(&cel::annotation(&key), "object"));
+            let (op, ov) = (cel::on(&cel::has_annotation(&key), "oldObject"), cel::on(&cel::annotation(&key), "oldObject"));
+            let changed = match ccm_request_cel(v) {
+                Some(by_ccm) => format!("!{by_ccm} && ({op} != {np} || ({op} && {np} && {ov} != {nv}))"),
+                None => "false".into(),
+            };
+            CelCheck::new(
+                format!("({old_lb} ? ({changed}) : {np})"),
+                format!("{} ? '[system-annotations-reserved] {key} is managed by CCE and cannot be changed or removed; changing it makes ELB clean-up fail; restore the old value' : '[system-annotations-reserved] {key}: \"' + {nv} + '\" is set by CCE for its own bookkeeping and cannot be given by users; remove it'", old_lb),
+            )
+        })
+        .collect())
+}
+
+fn https_needs_cert_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let cert = cel::catalog_annotation(cat, "cert-id");
+    let pp = cel::catalog_annotation(cat, "protocol-port");
+    Ok(vec![
+        CelCheck::new(
+            format!("{} && (!{} || {}.trim() == '')", protocol_in_cel(cat, &["https"]), cert.present, cert.value),
+            format!("'[https-needs-cert] ' + {} + ' has an https entry but {} is not set; add the ELB certificate id as {}'", pp.key, cat.key("cert-id"), cat.key("cert-id")),
+        )
+        .same_when(pp.key),
+    ])
+}
+
+fn traffic_policy_change_cel(_: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    Ok(vec![CelCheck::new(
+        "(has(oldObject.spec.externalTrafficPolicy) ? oldObject.spec.externalTrafficPolicy : 'Cluster') == 'Cluster' && has(object.spec.externalTrafficPolicy) && object.spec.externalTrafficPolicy == 'Local'",
+        "'[traffic-policy-change] spec.externalTrafficPolicy changes from Cluster to Local on an existing Service: the nodes\\' connection tracking entries are not cleared and some clients keep failing; recreate the Service with Local instead'",
+    )])
+}
+
+fn turbo_cluster_policy_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    if v.config.cluster.flavor != Flavor::Turbo {
+        return Ok(vec![]);
+    }
+    Ok(vec![
+        CelCheck::new(
+            "has($s.spec.externalTrafficPolicy) && $s.spec.externalTrafficPolicy == 'Local'",
+            "'[turbo-cluster-policy] spec.externalTrafficPolicy is \"Local\" but CCE Turbo clusters support only \"Cluster\"; set spec.externalTrafficPolicy: Cluster'",
+        )
+        .same_when("'local'"),
+    ])
 }
 
 #[cfg(test)]

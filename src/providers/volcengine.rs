@@ -2,7 +2,8 @@
 //! all required together and none can change once the Service exists.
 
 use super::data;
-use crate::vocab::checks::{duplicates, require_version};
+use crate::vocab::cel;
+use crate::vocab::checks::{duplicates, require_version, version_too_old};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
@@ -32,7 +33,7 @@ pub static RULES: &[Rule] = &[
         title: "server-group-id cannot be added, removed or changed on an existing Service",
         source: "004 \"不支持在已有 Service 中，添加、删除或修改...server-group-id字段\"",
         check: Check::PerProvider(server_group_immutable),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(server_group_immutable_cel),
     },
     Rule {
         id: "weight-immutable",
@@ -43,7 +44,7 @@ pub static RULES: &[Rule] = &[
         title: "weight cannot change on an existing Service",
         source: "004 table: 是否支持修改 = 否",
         check: Check::PerProvider(weight_immutable),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(weight_immutable_cel),
     },
     Rule {
         id: "reuse-requires-fields",
@@ -54,7 +55,7 @@ pub static RULES: &[Rule] = &[
         title: "With -id set, -server-group-id and -weight are both required",
         source: "004 table: 是否必须 = 是",
         check: Check::PerProvider(reuse_requires_fields),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(reuse_requires_fields_cel),
     },
     Rule {
         id: "server-group-format",
@@ -65,7 +66,7 @@ pub static RULES: &[Rule] = &[
         title: "server-group-id is rsp-<id>:<port>[,...] with each port a spec.ports[].port, none twice",
         source: "004 \"端口号，为 Service spec配置中的port端口，而非target port或node port端口\"",
         check: Check::PerProvider(server_group_format),
-        vap: Vap::No("TODO"),
+        vap: Vap::No("parses rsp-<id>:<port> lists against spec.ports; not written as CEL yet"),
     },
     Rule {
         id: "weight-range",
@@ -76,7 +77,7 @@ pub static RULES: &[Rule] = &[
         title: "weight is an integer 0..100 (0 warns: no new requests)",
         source: "004 \"整数形式，取值范围为 0～100...权重配置为 0 时，表示该服务器不会再接受新请求\"",
         check: Check::PerProvider(weight_range),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(weight_range_cel),
     },
     Rule {
         id: "nlb-requires-ccm-version",
@@ -87,7 +88,7 @@ pub static RULES: &[Rule] = &[
         title: "An nlb- load balancer id needs cloud-controller-manager v1.45.1 or newer",
         source: "004 \"如需对接 NLB 实例，请升级 cloud-controller-manager 组件至 v1.45.1 及以上版本\"",
         check: Check::PerProvider(nlb_requires_ccm_version),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(nlb_requires_ccm_version_cel),
     },
 ];
 
@@ -224,6 +225,95 @@ fn nlb_requires_ccm_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings
             |v| *v >= NLB_CCM_MIN,
         );
     }
+}
+
+/// CEL of `immutable`: any add, remove or change.
+fn immutable_cel(cat: &Catalog, rule: &str, suffix: &str) -> CelCheck {
+    let a = cel::catalog_annotation(cat, suffix);
+    let (op, ov) = (
+        cel::on(&a.present, "oldObject"),
+        cel::on(&a.value, "oldObject"),
+    );
+    let (np, nv) = (cel::on(&a.present, "object"), cel::on(&a.value, "object"));
+    let show = |p: &str, v: &str| format!("({p} ? '\"' + {v} + '\"' : 'unset')");
+    CelCheck::new(
+        format!("{op} != {np} || ({op} && {np} && {ov} != {nv})"),
+        format!(
+            "'[{rule}] {} cannot be added, removed or changed on an existing Service (was ' + {} + ', now ' + {} + '); restore the old value, or delete and recreate the Service'",
+            cat.key(suffix),
+            show(&op, &ov),
+            show(&np, &nv)
+        ),
+    )
+}
+
+fn server_group_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    Ok(vec![immutable_cel(
+        cat,
+        "server-group-immutable",
+        "server-group-id",
+    )])
+}
+
+fn weight_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    Ok(vec![immutable_cel(cat, "weight-immutable", "weight")])
+}
+
+fn reuse_requires_fields_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let id = cel::catalog_annotation(cat, "id");
+    Ok([("server-group-id", "\"rsp-xxx:80\""), ("weight", "\"100\"")]
+        .into_iter()
+        .map(|(suffix, example)| {
+            let a = cel::catalog_annotation(cat, suffix);
+            CelCheck::new(
+                format!("{} && (!{} || {}.trim() == '')", id.present, a.present, a.value),
+                format!(
+                    "'[reuse-requires-fields] {} is required when ' + {} + ': \"' + {} + '\" reuses a load balancer; add it (e.g. {example})'",
+                    cat.key(suffix),
+                    id.key,
+                    id.value
+                ),
+            )
+            .same_when(id.value.clone())
+        })
+        .collect())
+}
+
+fn weight_range_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "weight");
+    Ok(vec![
+        CelCheck::new(
+            format!(
+                "{} && !({}.matches('^[0-9]{{1,3}}$') && int({}) <= 100)",
+                a.present, a.value, a.value
+            ),
+            format!(
+                "'[weight-range] ' + {} + ' is \"' + {} + '\"; allowed: an integer from 0 to 100'",
+                a.key, a.value
+            ),
+        )
+        .same_when(a.value),
+    ])
+}
+
+fn nlb_requires_ccm_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    if !version_too_old(v, VersionOf::Ccm, |k| *k >= NLB_CCM_MIN)? {
+        return Ok(vec![]);
+    }
+    let a = cel::catalog_annotation(cat, "id");
+    let runs = v.versions.ccm_text();
+    Ok(vec![
+        CelCheck::new(
+            format!("{} && {}.startsWith('nlb-')", a.present, a.value),
+            format!("'[nlb-requires-ccm-version] an NLB (' + {} + ': \"' + {} + '\") needs cloud-controller-manager v1.45.1 or newer; the cloud-controller-manager runs {runs}; upgrade the cloud-controller-manager first, or remove it'", a.key, a.value),
+        )
+        .same_when(a.value),
+    ])
 }
 
 #[cfg(test)]

@@ -3,7 +3,7 @@
 
 use crate::providers::catalog;
 use crate::vocab::cel;
-use crate::vocab::checks::ccm_only;
+use crate::vocab::checks::{ccm_only, ccm_request_cel};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
@@ -342,21 +342,6 @@ fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings)
             );
         }
     }
-}
-
-/// CEL: whether the request comes from the cloud controller (config `ccm.users/groups`).
-pub(crate) fn ccm_request_cel(v: &VapCtx) -> Option<String> {
-    let ccm = &v.config.ccm;
-    if ccm.users.is_empty() && ccm.groups.is_empty() {
-        return None;
-    }
-    let users: Vec<&str> = ccm.users.iter().map(String::as_str).collect();
-    let groups: Vec<&str> = ccm.groups.iter().map(String::as_str).collect();
-    Some(format!(
-        "(request.userInfo.username in {} || request.userInfo.groups.exists(g, g in {}))",
-        cel::list(&users),
-        cel::list(&groups)
-    ))
 }
 
 fn lb_id_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {

@@ -101,3 +101,41 @@ pub fn protocol_entries(value: &str) -> (Vec<Entry<'_>>, Vec<&str>) {
     }
     (ok, bad)
 }
+
+/// A version rule's export: `Ok(true)` when the version is known and too old (so the policy
+/// must check for the feature), `Ok(false)` when it is new enough (nothing to check), `Err`
+/// when it is unknown: the webhook then only warns "cannot tell", which a policy cannot.
+pub fn version_too_old(
+    v: &super::rule::VapCtx,
+    of: VersionOf,
+    ok: impl Fn(&KubeVersion) -> bool,
+) -> Result<bool, &'static str> {
+    let known = match of {
+        VersionOf::Cluster => &v.versions.cluster,
+        VersionOf::Ccm => &v.versions.ccm,
+    };
+    match (known, of) {
+        (Known::Yes(version), _) => Ok(!ok(version)),
+        (_, VersionOf::Cluster) => {
+            Err("the cluster version is unknown (set cluster.version or --cluster-version)")
+        }
+        (_, VersionOf::Ccm) => {
+            Err("the cloud controller version is unknown (set ccm.version or --ccm-version)")
+        }
+    }
+}
+
+/// CEL: whether the request comes from the cloud controller (config `ccm.users/groups`).
+pub fn ccm_request_cel(v: &super::rule::VapCtx) -> Option<String> {
+    let ccm = &v.config.ccm;
+    if ccm.users.is_empty() && ccm.groups.is_empty() {
+        return None;
+    }
+    let users: Vec<&str> = ccm.users.iter().map(String::as_str).collect();
+    let groups: Vec<&str> = ccm.groups.iter().map(String::as_str).collect();
+    Some(format!(
+        "(request.userInfo.username in {} || request.userInfo.groups.exists(g, g in {}))",
+        super::cel::list(&users),
+        super::cel::list(&groups)
+    ))
+}

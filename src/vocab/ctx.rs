@@ -136,6 +136,22 @@ pub struct Versions {
 }
 
 impl Versions {
+    /// The cluster version for messages (`unknown` when not known).
+    pub fn cluster_text(&self) -> String {
+        match &self.cluster {
+            Known::Yes(v) => v.to_string(),
+            _ => "an unknown version".into(),
+        }
+    }
+
+    /// The cloud controller version for messages.
+    pub fn ccm_text(&self) -> String {
+        match &self.ccm {
+            Known::Yes(v) => v.to_string(),
+            _ => "an unknown version".into(),
+        }
+    }
+
     pub fn from_config(config: &Config) -> Self {
         Self {
             cluster: Known::from_option(config.cluster.version.as_deref()),
