@@ -1,6 +1,7 @@
-//! Command-line front ends: `check`, `rules` and `serve`.
+//! Command-line front ends: `check`, `export-vap`, `rules` and `serve`.
 
 pub mod check;
+pub mod export_vap;
 
 use std::process::ExitCode;
 
@@ -23,6 +24,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Run the HTTPS admission webhook.
     Serve(crate::server::ServeArgs),
+    /// Print the stateless rules as ValidatingAdmissionPolicies (Kubernetes 1.30+).
+    ExportVap(export_vap::ExportArgs),
     /// List every rule: id, providers, class, default action.
     Rules {
         /// Print the README's Markdown table.
@@ -34,6 +37,7 @@ pub enum Command {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
+        Command::ExportVap(args) => export_vap::run(args),
         Command::Serve(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -4,6 +4,7 @@
 //! annotations.go`), plus NLB names the CCM parses in `nlbv2` (`listener-port-range`).
 
 use super::data;
+use crate::vocab::cel;
 use crate::vocab::checks::duplicates;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
@@ -32,7 +33,7 @@ pub static RULES: &[Rule] = &[
         title: "The same key under alibaba-cloud-loadbalancer- and the legacy alicloud-loadbalancer- prefix with different values",
         source: "Alibaba CCM annotations.go Get(): the new prefix wins silently",
         check: Check::PerProvider(legacy_prefix_conflict),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(legacy_prefix_conflict_cel),
     },
     Rule {
         id: "annotation-format",
@@ -43,7 +44,9 @@ pub static RULES: &[Rule] = &[
         title: "Value formats the Alibaba CCM parses (protocol-port, vgroup-port, weights, integers, forward-port, listener-port-range, zone-maps)",
         source: "Alibaba CCM clbv1/listeners.go, clbv1/vgroups.go, nlbv2/*",
         check: Check::PerProvider(annotation_format),
-        vap: Vap::No("TODO"),
+        vap: Vap::No(
+            "parses port lists, weights and zone maps against spec.ports; not written as CEL yet",
+        ),
     },
     Rule {
         id: "dependent-annotations",
@@ -54,7 +57,7 @@ pub static RULES: &[Rule] = &[
         title: "acl-status on needs acl-id; sticky-session on needs its type; insert needs cookie-timeout, server needs cookie; vswitch-id needs intranet",
         source: "ACK CCM docs/usage.md",
         check: Check::PerProvider(dependent_annotations),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(dependent_annotations_cel),
     },
 ];
 
@@ -299,6 +302,80 @@ fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     );
     needs("sticky-session-type", Some("server"), "cookie", None);
     needs("vswitch-id", None, "address-type", Some("intranet"));
+}
+
+/// One check per key under the legacy prefix whose current twin differs.
+fn legacy_prefix_conflict_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let Some(legacy) = cat.legacy_prefix else {
+        return Ok(vec![]);
+    };
+    let twin = format!("{} + k.substring({})", cel::lit(cat.prefix), legacy.len());
+    let conflicts = format!(
+        "$s.metadata.annotations.filter(k, k.startsWith({}) && ({twin}) in $s.metadata.annotations && $s.metadata.annotations[{twin}] != $s.metadata.annotations[k])",
+        cel::lit(legacy)
+    );
+    let first = format!("{conflicts}[0]");
+    let twin_first = format!(
+        "{} + {first}.substring({})",
+        cel::lit(cat.prefix),
+        legacy.len()
+    );
+    Ok(vec![
+        CelCheck::new(
+            format!("has($s.metadata.annotations) && {conflicts}.size() > 0"),
+            format!("'[legacy-prefix-conflict] ' + {first} + ' is \"' + $s.metadata.annotations[{first}] + '\" but ' + {twin_first} + ' is \"' + $s.metadata.annotations[{twin_first}] + '\"; the cloud controller uses the latter and ignores the legacy key; remove the legacy key or give both the same value'"),
+        )
+        .same_when(format!(
+            "{conflicts}.map(k, k + '=' + $s.metadata.annotations[k] + '/' + $s.metadata.annotations[{twin}])"
+        )),
+    ])
+}
+
+fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let needs = |when: &str, when_value: Option<&str>, need: &str, need_value: Option<&str>| {
+        let a = cel::catalog_annotation(cat, when);
+        let n = cel::catalog_annotation(cat, need);
+        let triggered = match when_value {
+            Some(w) => format!("{} && {} == {}", a.present, a.value, cel::lit(w)),
+            None => a.present.clone(),
+        };
+        let (ok, desc) = match need_value {
+            None => (
+                format!("({} && {} != '')", n.present, n.value),
+                cat.key(need),
+            ),
+            Some(nv) => (
+                format!("({} && {} == {})", n.present, n.value, cel::lit(nv)),
+                format!("{}: \"{nv}\"", cat.key(need)),
+            ),
+        };
+        CelCheck::new(
+            format!("{triggered} && !{ok}"),
+            format!(
+                "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {} ; add it, or remove ' + {}",
+                a.key,
+                a.value,
+                desc.replace('\'', "\\'").replace('"', "\\\""),
+                a.key
+            )
+            .replace(" ; add", "; add"),
+        )
+        .same_when(format!("{} + '=' + {}", a.key, a.value))
+    };
+    Ok(vec![
+        needs("acl-status", Some("on"), "acl-id", None),
+        needs("sticky-session", Some("on"), "sticky-session-type", None),
+        needs(
+            "sticky-session-type",
+            Some("insert"),
+            "cookie-timeout",
+            None,
+        ),
+        needs("sticky-session-type", Some("server"), "cookie", None),
+        needs("vswitch-id", None, "address-type", Some("intranet")),
+    ])
 }
 
 #[cfg(test)]

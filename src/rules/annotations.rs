@@ -3,7 +3,8 @@
 
 use std::ops::Bound;
 
-use crate::vocab::annotations::Entry;
+use crate::vocab::annotations::{Entry, Format};
+use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
@@ -19,7 +20,7 @@ pub static RULES: &[Rule] = &[
         title: "Annotation values in the format the provider documents (enumerations, on/off, true/false, whole numbers in range, JSON, ids) where no other rule checks them",
         source: "provider annotation references (providers/data/*.yaml)",
         check: Check::PerProvider(annotation_value_format),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(annotation_value_format_cel),
     },
     // Volcengine publishes no per-annotation controller version (its one documented gate
     // is nlb-requires-ccm-version's), so the rule has nothing to check there yet.
@@ -32,7 +33,7 @@ pub static RULES: &[Rule] = &[
         title: "An annotation the configured cloud controller version does not read yet (Huawei: the cluster version, CCE runs the controller)",
         source: "provider annotation references: supported CCM / cluster version columns (providers/data/*.yaml)",
         check: Check::PerProvider(annotation_ccm_version),
-        vap: Vap::No("TODO"),
+        vap: Vap::Cel(annotation_ccm_version_cel),
     },
 ];
 
@@ -106,6 +107,104 @@ fn annotation_ccm_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) 
             ),
         );
     }
+}
+
+/// White space as Rust's `char::is_whitespace` (Unicode White_Space) sees it, spelled out
+/// because RE2's `\s` (Kubernetes' regex engine) is ASCII only.
+const WHITE_SPACE: &str = r"[\s\v\x{85}\p{Z}]";
+
+/// CEL that is true when `v` (a CEL string) has the format; `None` when CEL cannot tell.
+fn format_cel(f: &Format, v: &str) -> Option<String> {
+    let token = |t: &str| format!("({t} != '' && !{t}.matches({}))", cel::lit(WHITE_SPACE));
+    Some(match f {
+        Format::String => "true".into(),
+        Format::Token => token(v),
+        Format::Bool | Format::OnOff | Format::Enum(_) => {
+            let values: Vec<&str> = f.values().collect();
+            format!("{v} in {}", cel::list(&values))
+        }
+        Format::Int(range) => {
+            let mut out = format!("{v}.matches('^-?[0-9]{{1,18}}$')");
+            if let Some(min) = range.first() {
+                out.push_str(&format!(" && int({v}) >= {min}"));
+            }
+            if let Some(max) = range.get(1) {
+                out.push_str(&format!(" && int({v}) <= {max}"));
+            }
+            out
+        }
+        Format::Tokens => format!("{v}.split(',').all(t, {})", token("t.trim()")),
+        Format::KeyValues => format!(
+            "{v}.split(',').all(kv, kv.indexOf('=') >= 0 && {})",
+            token("kv.substring(0, kv.indexOf('=')).trim()")
+        ),
+        Format::Json => return None,
+    })
+}
+
+fn annotation_value_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let mut out = Vec::new();
+    for e in cat.table().annotations.iter().filter(|e| e.rule.is_none()) {
+        for prefix in cat.prefixes() {
+            let key = format!("{prefix}{}", e.name);
+            let value = cel::annotation(&key);
+            let Some(ok) = format_cel(&e.format, &value) else {
+                return Err(
+                    "JSON values (Huawei's elb.*-option annotations) need a JSON parser, which Kubernetes CEL lacks; export it with --provider ctyun or volcengine",
+                );
+            };
+            if ok == "true" {
+                continue;
+            }
+            out.push(
+                CelCheck::new(
+                    format!("{} && !({ok})", cel::has_annotation(&key)),
+                    format!(
+                        "'[annotation-value-format] {key} is \"' + {value} + '\", which the {} cloud controller cannot use; expected {}, e.g. {key}: {}'",
+                        cat.provider,
+                        e.format.expected().replace('\'', "\\'").replace('"', "\\\""),
+                        e.format.example().replace('\'', "\\'").replace('"', "\\\"")
+                    ),
+                )
+                .same_when(value),
+            );
+        }
+    }
+    Ok(out)
+}
+
+fn annotation_ccm_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let table = cat.table();
+    let (known, what) = match table.version_of {
+        VersionOf::Ccm => (&v.versions.ccm, "cloud-controller-manager"),
+        VersionOf::Cluster => (&v.versions.cluster, "cluster"),
+    };
+    // Unknown: the webhook says nothing either.
+    let Known::Yes(version) = known else {
+        return Err(
+            "the version its annotations are compared with is unknown (set ccm.version, or cluster.version for Huawei)",
+        );
+    };
+    let mut out = Vec::new();
+    for e in table.annotations.iter() {
+        if e.version_rule.is_some() || e.supported_at(version) {
+            continue;
+        }
+        for prefix in cat.prefixes() {
+            let key = format!("{prefix}{}", e.name);
+            out.push(CelCheck::new(
+                cel::has_annotation(&key),
+                cel::lit(&format!(
+                    "[annotation-ccm-version] {key} needs {what} {} or newer ({}); this one runs {version}, so the annotation is ignored; upgrade first, or remove the annotation",
+                    e.since_text(),
+                    table.source_of(e)
+                )),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 #[cfg(test)]

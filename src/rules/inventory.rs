@@ -6,7 +6,7 @@ use super::listeners::listener_ports;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
-use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
+use crate::vocab::rule::{Rule, Vap, rule};
 
 const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];
 const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];

@@ -13,7 +13,7 @@ use crate::vocab::config::{ProviderChoice, ProxyMode};
 use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
 use crate::vocab::lb::{Family, protocol_family};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
+use crate::vocab::rule::{Rule, Vap, rule};
 use crate::vocab::service::Svc;
 
 pub const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];

@@ -44,14 +44,10 @@ fn compile(expr: &str) -> Arc<Program> {
     })
 }
 
-fn run(expr: &str, vars: &[(&str, &serde_json::Value)]) -> Value {
-    let mut ctx = Context::with_env(env());
-    for (name, v) in vars {
-        ctx.add_variable(*name, cel::to_value(*v).expect("JSON converts"));
-    }
+fn run(expr: &str, ctx: &Context) -> Value {
     compile(expr)
-        .execute(&ctx)
-        .unwrap_or_else(|e| panic!("CEL fails at run time: {e:?}\n{expr}\nvars: {vars:?}"))
+        .execute(ctx)
+        .unwrap_or_else(|e| panic!("CEL fails at run time: {e:?}\n{expr}"))
 }
 
 /// What the API server would do with `input`: per exported rule, the messages of the
@@ -76,11 +72,14 @@ pub fn failures(
         "name": input.name,
         "userInfo": {"username": input.user.username, "groups": input.user.groups},
     });
-    let vars = [
+    let mut ctx = Context::with_env(env());
+    for (name, v) in [
         ("object", &object),
         ("oldObject", &old),
         ("request", &request),
-    ];
+    ] {
+        ctx.add_variable(name, cel::to_value(v).expect("JSON converts"));
+    }
     let mut out = Vec::new();
     if config.exemptions.namespaces.contains(&input.namespace) {
         return out;
@@ -104,17 +103,17 @@ pub fn failures(
             .match_conditions
             .iter()
             .flatten()
-            .all(|c| run(&c.expression, &vars) == Value::Bool(true));
+            .all(|c| run(&c.expression, &ctx) == Value::Bool(true));
         if !matched {
             continue;
         }
         let mut failed = Vec::new();
         for v in spec.validations.iter().flatten() {
-            match run(&v.expression, &vars) {
+            match run(&v.expression, &ctx) {
                 Value::Bool(true) => {}
                 Value::Bool(false) => {
                     let msg = v.message_expression.as_deref().unwrap();
-                    match run(msg, &vars) {
+                    match run(msg, &ctx) {
                         Value::String(s) => failed.push(s.to_string()),
                         other => panic!("messageExpression gives {other:?}: {msg}"),
                     }
@@ -127,6 +126,25 @@ pub fn failures(
     out
 }
 
+/// `export`, once per config and versions (tests run thousands of evaluations).
+fn cached_export(config: &Config, versions: &Versions) -> Arc<Export> {
+    thread_local! {
+        static CACHE: std::cell::RefCell<HashMap<String, Arc<Export>>> = Default::default();
+    }
+    let key = format!(
+        "{}|{versions:?}",
+        serde_json::to_string(config).unwrap_or_default()
+    );
+    CACHE.with(|c| {
+        if let Some(e) = c.borrow().get(&key) {
+            return Arc::clone(e);
+        }
+        let e = Arc::new(export(config, versions, None));
+        c.borrow_mut().insert(key, Arc::clone(&e));
+        e
+    })
+}
+
 /// Asserts that the exported policies and the engine agree on `input`: a policy fails
 /// exactly when the engine reports a finding of its rule at the rule's action (advisory
 /// "cannot tell" warnings and findings the update ratchet keeps are the webhook's alone).
@@ -136,7 +154,7 @@ pub fn assert_equivalent(
     versions: &Versions,
     verdict: &crate::engine::Verdict,
 ) {
-    let export = export(config, versions, None);
+    let export = cached_export(config, versions);
     for (rule, action, failed) in failures(&export, input, config) {
         let engine: Vec<&str> = verdict
             .violations

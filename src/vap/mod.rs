@@ -181,7 +181,7 @@ fn export_rule(
         }
     }
     if validations.is_empty() {
-        return Err("nothing to check with this config (e.g. the version is new enough)".into());
+        return Err("nothing to check with this config (for example: the version is new enough, or the setting it guards is off)".into());
     }
     let name = format!("lbguard-{}", rule.id);
     let labels = BTreeMap::from([
@@ -288,4 +288,121 @@ fn with_kind<T: serde::Serialize>(o: &T, kind: &str) -> serde_json::Value {
         m.insert("kind".into(), kind.into());
     }
     v
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cli::check::load;
+    use crate::testkit::{cfg, run};
+    use crate::vocab::input::{Input, Operation, UserInfo};
+    use k8s_openapi::api::core::v1::Service;
+
+    fn user() -> UserInfo {
+        UserInfo {
+            username: "alice".into(),
+            groups: vec!["system:authenticated".into()],
+        }
+    }
+
+    fn examples() -> Vec<Service> {
+        let root = std::path::PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("examples");
+        load(&[root])
+            .services
+            .into_iter()
+            .map(|f| f.service)
+            .collect()
+    }
+
+    /// Configs that export as much as possible: each provider fixed, old and new versions,
+    /// the CCM known, exemptions and deletion protection on.
+    fn configs() -> Vec<Config> {
+        let mut out = Vec::new();
+        for p in ["ctyun", "alibaba", "huawei", "volcengine", "auto"] {
+            for (cluster, ccm) in [("v1.14.0", "v0.9.0"), ("v1.31.14-r50", "v2.10.0")] {
+                out.push(cfg(&format!(
+                    "provider: {p}\ncluster:\n  version: {cluster}\n  flavor: turbo\nccm:\n  version: {ccm}\n  users: [system:serviceaccount:kube-system:cloud-controller-manager]\nexemptions:\n  namespaces: [kube-system]\n"
+                )));
+            }
+        }
+        out
+    }
+
+    /// Every example, created and updated onto every other example of the same name, through
+    /// every config: the harness in `testkit::run` compares the policies with the engine.
+    #[test]
+    fn policies_agree_with_the_engine_on_every_example() {
+        let services = examples();
+        assert!(services.len() >= 30, "{}", services.len());
+        let mut compared = 0;
+        for config in configs() {
+            for s in &services {
+                let create = Input::new(Operation::Create, Some(s.clone()), None, user()).unwrap();
+                run(&create, &config);
+                for old in services
+                    .iter()
+                    .filter(|o| o.metadata.name == s.metadata.name)
+                {
+                    let update = Input::new(
+                        Operation::Update,
+                        Some(s.clone()),
+                        Some(old.clone()),
+                        user(),
+                    )
+                    .unwrap();
+                    run(&update, &config);
+                }
+                let delete = Input::new(Operation::Delete, None, Some(s.clone()), user()).unwrap();
+                run(&delete, &config);
+                compared += 1;
+            }
+        }
+        assert!(compared > 300);
+    }
+
+    #[test]
+    fn every_exported_rule_is_exported_under_some_config() {
+        let mut seen = std::collections::BTreeSet::new();
+        for config in configs() {
+            let versions = Versions::from_config(&config);
+            for e in export(&config, &versions, None).exported {
+                seen.insert(e.rule.id);
+            }
+        }
+        for r in registry() {
+            if matches!(r.vap, Vap::Cel(_)) {
+                assert!(
+                    seen.contains(r.id),
+                    "{} has CEL but is never exported",
+                    r.id
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn output_parses_into_the_api_types() {
+        let config = &configs()[1];
+        let e = export(config, &Versions::from_config(config), None);
+        for o in objects(&e) {
+            match o["kind"].as_str() {
+                Some("ValidatingAdmissionPolicy") => {
+                    let p: ValidatingAdmissionPolicy = serde_json::from_value(o).unwrap();
+                    let spec = p.spec.unwrap();
+                    assert!(!spec.validations.unwrap().is_empty());
+                }
+                Some("ValidatingAdmissionPolicyBinding") => {
+                    let b: ValidatingAdmissionPolicyBinding = serde_json::from_value(o).unwrap();
+                    let spec = b.spec.unwrap();
+                    assert_eq!(spec.policy_name, b.metadata.name);
+                    let ns = spec.match_resources.unwrap().namespace_selector.unwrap();
+                    assert_eq!(
+                        ns.match_expressions.unwrap()[0].values,
+                        Some(vec!["kube-system".to_string()])
+                    );
+                }
+                other => panic!("unexpected kind {other:?}"),
+            }
+        }
+    }
 }
