@@ -6,7 +6,8 @@ use std::collections::BTreeMap;
 use std::process::Command;
 
 use k8s_openapi::api::admissionregistration::v1::{
-    MutatingWebhookConfiguration, ValidatingWebhookConfiguration,
+    MutatingWebhookConfiguration, ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    ValidatingWebhookConfiguration,
 };
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{ConfigMap, Secret, Service, ServiceAccount};
@@ -118,6 +119,8 @@ fn every_object_parses(r: &Rendered) {
             "RoleBinding" => parse::<RoleBinding>(o),
             "ValidatingWebhookConfiguration" => parse::<ValidatingWebhookConfiguration>(o),
             "MutatingWebhookConfiguration" => parse::<MutatingWebhookConfiguration>(o),
+            "ValidatingAdmissionPolicy" => parse::<ValidatingAdmissionPolicy>(o),
+            "ValidatingAdmissionPolicyBinding" => parse::<ValidatingAdmissionPolicyBinding>(o),
             // cert-manager's kinds have no k8s-openapi type: check their shape.
             "Issuer" | "Certificate" => assert!(o["spec"].is_object(), "{o}"),
             other => panic!("unexpected kind {other}"),
@@ -656,6 +659,79 @@ fn ccm_version_auto_may_get_the_controller_workload_only() {
     assert!(ccm_role(&r).is_empty());
     let report = helm("lint", &json!({"config": {"ccm": {"version": "auto"}}}));
     assert_eq!(report["errors"], json!([]), "{report}");
+}
+
+/// The export-vap output goes in through vap.policies; skipExportedRules turns those rules
+/// off in the webhook's config so nothing is checked twice.
+#[test]
+fn vap_policies_render_and_the_webhook_skips_exported_rules() {
+    let export = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["export-vap", "--provider", "volcengine"])
+        .output()
+        .unwrap();
+    assert!(export.status.success());
+    let policies = String::from_utf8(export.stdout).unwrap();
+    let ids = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["export-vap", "--provider", "volcengine", "--ids"])
+        .output()
+        .unwrap();
+    let ids: Vec<String> = String::from_utf8(ids.stdout)
+        .unwrap()
+        .trim()
+        .split(',')
+        .map(String::from)
+        .collect();
+    assert!(ids.len() >= 5, "{ids:?}");
+    let r = render(
+        json!({"provider": "volcengine", "vap": {"enabled": true, "policies": policies},
+        "webhook": {"skipExportedRules": ids}}),
+    );
+    let vaps = r.kind("ValidatingAdmissionPolicy");
+    let bindings = r.kind("ValidatingAdmissionPolicyBinding");
+    assert_eq!(vaps.len(), ids.len());
+    assert_eq!(bindings.len(), ids.len());
+    let config_text = r.kind("ConfigMap")[0]["data"]["config.yaml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let config = lbguard::engine::parse_config(&config_text, "rendered").unwrap();
+    for id in &ids {
+        assert_eq!(
+            config.rules.get(id),
+            Some(&lbguard::rules::Action::Off),
+            "{id} still runs in the webhook:\n{config_text}"
+        );
+    }
+    // Off by default; on without policies is an install-time error that says what to do.
+    assert!(
+        render(json!({}))
+            .kind("ValidatingAdmissionPolicy")
+            .is_empty()
+    );
+    let out = helm("render", &json!({"vap": {"enabled": true}}));
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("lbguard export-vap"),
+        "{out}"
+    );
+    let out = helm(
+        "render",
+        &json!({"vap": {"enabled": true, "policies": "kind: Secret\napiVersion: v1\n"}}),
+    );
+    assert!(
+        out["error"]
+            .as_str()
+            .unwrap_or_default()
+            .contains("only lbguard export-vap output"),
+        "{out}"
+    );
+    let out = helm(
+        "render",
+        &json!({"webhook": {"skipExportedRules": ["no-such-rule"]}}),
+    );
+    assert!(out.get("error").is_some(), "{out}");
 }
 
 #[test]

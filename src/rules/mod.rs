@@ -35,17 +35,22 @@ pub fn find(id: &str) -> Option<&'static Rule> {
 /// The rule table as Markdown (README and `lbguard rules --markdown`).
 pub fn markdown_table() -> String {
     let mut out = String::from(
-        "| id | providers | class | default | what it checks |\n|---|---|---|---|---|\n",
+        "| id | providers | class | default | what it checks | export-vap |\n|---|---|---|---|---|---|\n",
     );
     for r in registry() {
         let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
+        let vap = match r.vap {
+            crate::vocab::rule::Vap::Cel(_) => "yes".to_string(),
+            crate::vocab::rule::Vap::No(why) => format!("no: {why}"),
+        };
         out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} |\n",
+            "| `{}` | {} | {} | {} | {} | {} |\n",
             r.id,
             providers.join(", "),
             r.class.as_str(),
             r.default.as_str(),
-            r.title
+            r.title,
+            vap
         ));
     }
     out

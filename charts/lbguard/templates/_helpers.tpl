@@ -31,6 +31,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "lbguard.config" -}}
 {{- $config := deepCopy .Values.config -}}
 {{- $_ := set $config "provider" .Values.provider -}}
+{{- if .Values.webhook.skipExportedRules -}}
+{{- $rules := $config.rules | default dict -}}
+{{- range .Values.webhook.skipExportedRules -}}
+{{- $_ := set $rules . "off" -}}
+{{- end -}}
+{{- $_ := set $config "rules" $rules -}}
+{{- end -}}
 {{- if .Values.inventory.enabled -}}
 {{- $_ := set $config.inventory "path" "/etc/lbguard/inventory/inventory.yaml" -}}
 {{- end -}}
