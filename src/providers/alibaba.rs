@@ -304,32 +304,41 @@ fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     needs("vswitch-id", None, "address-type", Some("intranet"));
 }
 
-/// One check per key under the legacy prefix whose current twin differs.
+/// One finding per legacy key whose current twin differs; on an update, a conflict the live
+/// Service already had (same key, same values) is kept, as the engine's ratchet does.
 fn legacy_prefix_conflict_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let Some(legacy) = cat.legacy_prefix else {
         return Ok(vec![]);
     };
     let twin = format!("{} + k.substring({})", cel::lit(cat.prefix), legacy.len());
-    let conflicts = format!(
-        "$s.metadata.annotations.filter(k, k.startsWith({}) && ({twin}) in $s.metadata.annotations && $s.metadata.annotations[{twin}] != $s.metadata.annotations[k])",
-        cel::lit(legacy)
-    );
-    let first = format!("{conflicts}[0]");
+    let conflict = |s: &str| {
+        format!(
+            "(k.startsWith({}) && ({twin}) in {s}.metadata.annotations && {s}.metadata.annotations[{twin}] != {s}.metadata.annotations[k])",
+            cel::lit(legacy)
+        )
+    };
+    let kept = match &v.ratchet {
+        Some(old) => format!(
+            " && !({old} && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && ({twin}) in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k] && oldObject.metadata.annotations[{twin}] == object.metadata.annotations[{twin}])"
+        ),
+        None => String::new(),
+    };
+    let new = conflict("object");
+    let first = format!("object.metadata.annotations.filter(k, {new}{kept})[0]");
     let twin_first = format!(
         "{} + {first}.substring({})",
         cel::lit(cat.prefix),
         legacy.len()
     );
-    Ok(vec![
-        CelCheck::new(
-            format!("has($s.metadata.annotations) && {conflicts}.size() > 0"),
-            format!("'[legacy-prefix-conflict] ' + {first} + ' is \"' + $s.metadata.annotations[{first}] + '\" but ' + {twin_first} + ' is \"' + $s.metadata.annotations[{twin_first}] + '\"; the cloud controller uses the latter and ignores the legacy key; remove the legacy key or give both the same value'"),
-        )
-        .same_when(format!(
-            "{conflicts}.map(k, k + '=' + $s.metadata.annotations[k] + '/' + $s.metadata.annotations[{twin}])"
-        )),
-    ])
+    Ok(vec![CelCheck::new(
+        format!(
+            "has(object.metadata.annotations) && object.metadata.annotations.exists(k, {new}{kept})"
+        ),
+        format!(
+            "'[legacy-prefix-conflict] ' + {first} + ' is \"' + object.metadata.annotations[{first}] + '\" but ' + {twin_first} + ' is \"' + object.metadata.annotations[{twin_first}] + '\"; the cloud controller uses the latter and ignores the legacy key; remove the legacy key or give both the same value'"
+        ),
+    )])
 }
 
 fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {

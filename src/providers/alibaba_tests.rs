@@ -1,7 +1,7 @@
 use rstest::rstest;
 
 use crate::providers::Provider::Alibaba;
-use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb};
+use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb, update};
 
 const LEGACY: &str = "service.beta.kubernetes.io/alicloud-loadbalancer-";
 
@@ -15,6 +15,29 @@ fn legacy_prefix_conflict(#[case] current: Option<&str>, #[case] want: Expect) {
         s = s.pa(Alibaba, "address-type", v);
     }
     expect(&create(s), &cfg(""), "legacy-prefix-conflict", want);
+}
+
+/// Findings ratchet one by one: an update that keeps one old conflict and drops another is
+/// allowed; one that adds a conflict is not (the exported policy is checked the same way).
+#[rstest]
+#[case::keeps_one_of_two(&[("address-type", "intranet")], Warn)]
+#[case::adds_one(&[("address-type", "intranet"), ("spec", "slb.s2.small"), ("bandwidth", "5")], Deny)]
+fn legacy_prefix_conflict_ratchets_per_key(#[case] new: &[(&str, &str)], #[case] want: Expect) {
+    let base = |pairs: &[(&str, &str)]| {
+        let mut s = lb()
+            .ann(format!("{LEGACY}address-type"), "internet")
+            .ann(format!("{LEGACY}spec"), "slb.s1.small");
+        for (k, v) in pairs {
+            s = s.pa(Alibaba, k, v);
+        }
+        s
+    };
+    let old = base(&[("address-type", "intranet"), ("spec", "slb.s2.small")]);
+    let mut new = base(new);
+    if want == Deny {
+        new = new.ann(format!("{LEGACY}bandwidth"), "10");
+    }
+    expect(&update(old, new), &cfg(""), "legacy-prefix-conflict", want);
 }
 
 #[rstest]

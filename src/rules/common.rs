@@ -447,7 +447,8 @@ fn in_cluster_access_advice_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static st
             "has($s.spec.externalTrafficPolicy) && $s.spec.externalTrafficPolicy == 'Local' && !{ok}"
         ),
         "'[in-cluster-access-advice] spec.externalTrafficPolicy is \"Local\": clients inside the cluster that use the load balancer IP bypass the load balancer and fail on nodes without a backend pod; use the ClusterIP/DNS name inside the cluster, or the provider\\'s pass-through setting'",
-    )])
+    )
+    .same_when("'local'")])
 }
 
 /// One check per enumerated annotation: its value is one of `allowed`.

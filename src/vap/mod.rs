@@ -140,12 +140,6 @@ fn export_rule(
             .collect(),
     };
     for cat in targets {
-        let checks = make(&VapCtx {
-            cat,
-            config,
-            versions,
-        })
-        .map_err(String::from)?;
         let applies_new = match (cat, fixed) {
             (Some(c), false) => {
                 format!("({} || {})", detects(c, "object"), detects(c, "oldObject"))
@@ -156,6 +150,19 @@ fn export_rule(
             (Some(c), false) => detects(c, "oldObject"),
             _ => "true".into(),
         };
+        let ratchet = (action == Action::Deny && rule.gate == Gate::Admit).then(|| {
+            format!(
+                "(oldObject != null && {} && {applies_old})",
+                on(IS_LB, "oldObject")
+            )
+        });
+        let checks = make(&VapCtx {
+            cat,
+            config,
+            versions,
+            ratchet,
+        })
+        .map_err(String::from)?;
         for c in checks {
             let violates_now = on(&c.violates, "object");
             // The engine lets an update keep a denial the live LoadBalancer already had.

@@ -131,6 +131,10 @@ pub struct VapCtx<'a> {
     pub cat: Option<&'static Catalog>,
     pub config: &'a super::config::Config,
     pub versions: &'a super::ctx::Versions,
+    /// When the engine's update ratchet applies to this rule (a deny rule that runs on
+    /// create and update): the CEL condition that the live object is one the ratchet
+    /// compares with. For checks that compare findings one by one themselves.
+    pub ratchet: Option<String>,
 }
 
 /// One CEL check. In `violates`, `witness` and `message`, `$s` stands for the Service checked
