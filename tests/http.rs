@@ -277,6 +277,12 @@ async fn malformed_json_gets_400_with_a_json_error() {
         .unwrap();
     assert_eq!(r.status, 400);
     assert!(r.json()["error"].as_str().unwrap().contains("not JSON"));
+    // Counted as an error: the API server treats it as a failed call.
+    let m = s.metrics_text().await;
+    assert!(
+        m.contains(r#"lbguard_admission_requests_total{endpoint="validate",operation="UNKNOWN",verdict="error"} 1"#),
+        "{m}"
+    );
 }
 
 #[tokio::test]

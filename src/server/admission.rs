@@ -50,6 +50,25 @@ fn bad_request(status: StatusCode, message: impl Into<String>) -> Response {
     (status, Json(json!({ "error": message.into() }))).into_response()
 }
 
+/// A request that gets no AdmissionReview back (unreadable, too big, malformed): the API
+/// server counts it as a webhook failure, so it is counted as `verdict="error"`.
+fn failed(
+    app: &AppState,
+    endpoint: Endpoint,
+    status: StatusCode,
+    message: impl Into<String>,
+) -> Response {
+    app.metrics
+        .requests
+        .get_or_create(&super::metrics::RequestLabels {
+            endpoint: endpoint.as_str(),
+            operation: "UNKNOWN",
+            verdict: "error",
+        })
+        .inc();
+    bad_request(status, message)
+}
+
 /// What a request turned into: the review to send and labels for logs and metrics.
 struct Answer {
     response: AdmissionResponse,
@@ -69,7 +88,9 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
             .await
         {
             Err(_) => {
-                return bad_request(
+                return failed(
+                    &app,
+                    endpoint,
                     StatusCode::REQUEST_TIMEOUT,
                     "request body not received in time",
                 );
@@ -78,12 +99,16 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
                 let too_big = std::error::Error::source(&e)
                     .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
                 return if too_big {
-                    bad_request(
+                    failed(
+                        &app,
+                        endpoint,
                         StatusCode::PAYLOAD_TOO_LARGE,
                         format!("request body exceeds {} bytes", BODY_LIMIT),
                     )
                 } else {
-                    bad_request(
+                    failed(
+                        &app,
+                        endpoint,
                         StatusCode::BAD_REQUEST,
                         format!("cannot read request body: {e}"),
                     )
@@ -106,7 +131,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
     );
     let mut answer = match span.in_scope(|| answer(&app, endpoint, &bytes)) {
         Ok(a) => a,
-        Err(Reject(message)) => return bad_request(StatusCode::BAD_REQUEST, message),
+        Err(Reject(message)) => return failed(&app, endpoint, StatusCode::BAD_REQUEST, message),
     };
     if let (false, Some(claims)) = (answer.claims.is_empty(), &app.claims) {
         let keys = std::mem::take(&mut answer.claims);
