@@ -651,3 +651,131 @@ fn export_vap_list_ids_json_and_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no-such-rule"));
 }
+
+/// `check --output sarif` over every example: valid SARIF 2.1.0 (the OASIS schema, kept as a
+/// fixture), one rule per lbguard rule, one result per finding, each at the line and column
+/// of the field it names.
+#[test]
+fn sarif_output_is_valid_and_points_at_the_field() {
+    let out = lbguard(&["check", "--output", "sarif", "examples/"], None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let sarif = json(&out);
+    let text = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/fixtures/sarif-schema-2.1.0.json"),
+    )
+    .unwrap();
+    // The published 2.1.0 schema's `language` patterns have a bare `]`, which ECMAScript's
+    // legacy syntax reads as a literal and strict engines reject: escape it, same meaning.
+    let text = text.replace("{2}]?$", "{2}\\\\]?$");
+    let schema: Value = serde_json::from_str(&text).unwrap();
+    let validator = jsonschema::validator_for(&schema).unwrap();
+    let errors: Vec<String> = validator
+        .iter_errors(&sarif)
+        .map(|e| e.to_string())
+        .collect();
+    assert!(errors.is_empty(), "{errors:#?}");
+    // The validator does reject what the schema forbids.
+    let mut broken = sarif.clone();
+    broken["runs"][0]["results"][0]["level"] = "fatal".into();
+    assert!(!validator.is_valid(&broken));
+    let run = &sarif["runs"][0];
+    let rules = run["tool"]["driver"]["rules"].as_array().unwrap();
+    assert!(rules.len() >= 45);
+    let results = run["results"].as_array().unwrap();
+    // The same findings as the JSON output, with the same positions.
+    let plain = json(&lbguard(&["check", "--output", "json", "examples/"], None));
+    let mut expected = Vec::new();
+    for r in plain["results"].as_array().unwrap() {
+        let file = r["file"]
+            .as_str()
+            .unwrap()
+            .split(" document")
+            .next()
+            .unwrap()
+            .to_string();
+        for v in r["violations"].as_array().unwrap() {
+            expected.push((file.clone(), v.clone()));
+        }
+    }
+    assert_eq!(results.len(), expected.len());
+    let mut annotation_checked = 0;
+    for (res, (file, v)) in results.iter().zip(&expected) {
+        assert_eq!(res["ruleId"], v["rule"]);
+        assert_eq!(
+            rules[res["ruleIndex"].as_u64().unwrap() as usize]["id"],
+            v["rule"]
+        );
+        let loc = &res["locations"][0]["physicalLocation"];
+        assert_eq!(loc["artifactLocation"]["uri"], file.as_str());
+        let (line, col) = (
+            loc["region"]["startLine"].as_u64().unwrap() as usize,
+            loc["region"]["startColumn"].as_u64().unwrap() as usize,
+        );
+        assert_eq!(
+            (line, col),
+            (
+                v["line"].as_u64().unwrap() as usize,
+                v["column"].as_u64().unwrap() as usize
+            )
+        );
+        let text =
+            std::fs::read_to_string(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(file))
+                .unwrap();
+        let at_line = text
+            .lines()
+            .nth(line - 1)
+            .unwrap_or_else(|| panic!("{file}:{line}"));
+        // An annotation finding points at that annotation's key.
+        if let Some(key) = v["field"]
+            .as_str()
+            .unwrap()
+            .strip_prefix("metadata.annotations[")
+            .and_then(|k| k.strip_suffix(']'))
+            && text.contains(key)
+        {
+            let from_col: String = at_line.chars().skip(col - 1).collect();
+            assert!(
+                from_col.trim_start_matches(['"', '\'']).starts_with(key),
+                "{file}:{line}:{col} is {at_line:?}, not {key}"
+            );
+            annotation_checked += 1;
+        }
+    }
+    assert!(annotation_checked >= 20, "{annotation_checked}");
+}
+
+#[test]
+fn text_output_is_compiler_style_and_junit_counts_failures() {
+    let out = lbguard(&["check", "examples/ctyun/bad-ip-mode-value.yaml"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("examples/ctyun/bad-ip-mode-value.yaml:7:5: deny [ip-mode-value] "),
+        "{text}"
+    );
+    let out = lbguard(&["check", "--output", "junit", "examples/ctyun/"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let xml = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        xml.starts_with(
+            "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lbguard check\""
+        ),
+        "{xml}"
+    );
+    let cases = xml.matches("<testcase ").count();
+    let failures = xml.matches("<failure ").count();
+    assert!(
+        xml.contains(&format!("tests=\"{cases}\" failures=\"{failures}\"")),
+        "{xml}"
+    );
+    assert!(failures >= 3 && cases > failures, "{xml}");
+    assert!(xml.contains("type=\"ip-mode-value\""), "{xml}");
+    assert!(
+        xml.contains("bad-ip-mode-value.yaml:7:5: [ip-mode-value]"),
+        "{xml}"
+    );
+    assert_eq!(
+        xml.matches("<testsuite ").count(),
+        xml.matches("</testsuite>").count()
+    );
+}

@@ -5,6 +5,7 @@ use std::collections::HashMap;
 use std::io::{IsTerminal, Read};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::{Node, Service};
@@ -12,6 +13,7 @@ use k8s_openapi::api::networking::v1::Ingress;
 use serde::Serialize;
 use serde_json::Value;
 
+use super::positions::{self, Doc, Seg};
 use crate::cluster::ClusterState;
 use crate::config::{Config, ProviderChoice};
 use crate::engine::{
@@ -22,8 +24,13 @@ use crate::rules::Action;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum Output {
+    /// `file:line:col: deny [rule] message`, the compiler style editors jump to.
     Text,
     Json,
+    /// SARIF 2.1.0, for code scanning in pull requests.
+    Sarif,
+    /// JUnit XML, for CI systems that show test reports.
+    Junit,
 }
 
 #[derive(Debug, Args)]
@@ -66,6 +73,12 @@ pub struct CheckArgs {
 pub struct Found {
     pub origin: String,
     pub service: Service,
+    /// The file it came from, as named on the command line.
+    pub file: String,
+    /// Where its document's fields are.
+    pub doc: Arc<Doc>,
+    /// Its path in the document (`items[2]` in a List).
+    pub base: Vec<Seg>,
 }
 
 /// Everything read from a set of files.
@@ -83,6 +96,9 @@ struct Violation<'a> {
     rule: &'a str,
     action: Action,
     message: &'a str,
+    field: &'a str,
+    line: usize,
+    column: usize,
 }
 
 #[derive(Debug, Serialize)]
@@ -166,13 +182,33 @@ pub fn parse_service(value: Value) -> Result<Service, String> {
     Ok(svc)
 }
 
-fn collect(value: Value, origin: &str, loaded: &mut Loaded, depth: usize) {
+/// Where a document came from, for findings' positions.
+struct Place<'a> {
+    file: &'a str,
+    doc: &'a Arc<Doc>,
+    base: Vec<Seg>,
+}
+
+fn collect(value: Value, origin: &str, place: Place, loaded: &mut Loaded, depth: usize) {
     let kind = value.get("kind").and_then(Value::as_str).map(str::to_owned);
     match kind.as_deref() {
         Some("List") | Some("ServiceList") if depth == 0 => match value.get("items").cloned() {
             Some(Value::Array(items)) => {
                 for (i, item) in items.into_iter().enumerate() {
-                    collect(item, &format!("{origin} item {}", i + 1), loaded, depth + 1);
+                    let mut base = place.base.clone();
+                    base.extend([Seg::Key("items".into()), Seg::Index(i)]);
+                    let inner = Place {
+                        file: place.file,
+                        doc: place.doc,
+                        base,
+                    };
+                    collect(
+                        item,
+                        &format!("{origin} item {}", i + 1),
+                        inner,
+                        loaded,
+                        depth + 1,
+                    );
                 }
             }
             Some(Value::Null) | None => {}
@@ -184,6 +220,9 @@ fn collect(value: Value, origin: &str, loaded: &mut Loaded, depth: usize) {
             Ok(service) => loaded.services.push(Found {
                 origin: origin.to_string(),
                 service,
+                file: place.file.to_string(),
+                doc: Arc::clone(place.doc),
+                base: place.base,
             }),
             Err(e) => loaded.errors.push(format!("{origin}: {e}")),
         },
@@ -213,10 +252,17 @@ pub fn load(paths: &[PathBuf]) -> Loaded {
             }
         };
         // Empty documents are skipped (not counted); a syntax error ends the stream.
+        let places = positions::index(&text);
         for (i, doc) in crate::yaml::documents(&text).into_iter().enumerate() {
             let origin = format!("{name} document {}", i + 1);
+            let at = Arc::new(places.get(i).cloned().unwrap_or_default());
+            let place = Place {
+                file: &name,
+                doc: &at,
+                base: Vec::new(),
+            };
             match doc {
-                Ok(v @ Value::Object(_)) => collect(v, &origin, &mut loaded, 0),
+                Ok(v @ Value::Object(_)) => collect(v, &origin, place, &mut loaded, 0),
                 Ok(_) => loaded.errors.push(format!(
                     "{origin}: not a Kubernetes object (expected a mapping)"
                 )),
@@ -262,10 +308,21 @@ fn key_of(s: &Service) -> (String, String) {
 /// The result of checking one Service, shared by the text and JSON printers.
 pub struct Checked {
     pub origin: String,
+    /// The file, the document's field positions and the object's path in it.
+    pub file: String,
+    pub doc: Arc<Doc>,
+    pub base: Vec<Seg>,
     pub input: Input,
     pub patch: json_patch::Patch,
     pub applied: Vec<crate::engine::AppliedDefault>,
     pub verdict: Verdict,
+}
+
+impl Checked {
+    /// Line and column of the field a finding names (or of its nearest parent in the file).
+    pub fn locate(&self, v: &crate::engine::Violation) -> (usize, usize) {
+        self.doc.locate(&self.base, &v.field)
+    }
 }
 
 /// Defaults then validation, the API server's order.
@@ -308,6 +365,9 @@ pub fn check_one(
     }
     Ok(Checked {
         origin: String::new(),
+        file: String::new(),
+        doc: Arc::default(),
+        base: Vec::new(),
         input,
         patch,
         applied,
@@ -406,6 +466,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
         ) {
             Ok(mut c) => {
                 c.origin = found.origin;
+                c.file = found.file;
+                c.doc = found.doc;
+                c.base = found.base;
                 results.push(c);
             }
             Err(e) => errors.push(format!("{}: {e}", found.origin)),
@@ -424,6 +487,8 @@ pub fn run(args: CheckArgs) -> ExitCode {
     match args.output {
         Output::Json => print_json(&results, &summary),
         Output::Text => print_text(&results, &summary, Paint(std::io::stdout().is_terminal())),
+        Output::Sarif => println!("{:#}", super::report::sarif(&results)),
+        Output::Junit => print!("{}", super::report::junit(&results)),
     }
     for e in &errors {
         eprintln!("lbguard check: {e}");
@@ -449,10 +514,16 @@ fn print_json(results: &[Checked], summary: &Summary) {
                 .verdict
                 .violations
                 .iter()
-                .map(|v| Violation {
-                    rule: v.rule,
-                    action: v.action,
-                    message: &v.message,
+                .map(|v| {
+                    let (line, column) = c.locate(v);
+                    Violation {
+                        rule: v.rule,
+                        action: v.action,
+                        message: &v.message,
+                        field: &v.field,
+                        line,
+                        column,
+                    }
                 })
                 .collect(),
             defaults: serde_json::to_value(&c.patch).unwrap_or(Value::Array(vec![])),
@@ -492,10 +563,11 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         }
         for v in &c.verdict.violations {
             let tag = match v.action {
-                Action::Deny => paint.wrap("31", "deny   "),
-                _ => paint.wrap("33", "warn   "),
+                Action::Deny => paint.wrap("31", "deny"),
+                _ => paint.wrap("33", "warn"),
             };
-            println!("  {tag} {}", v.message);
+            let (line, col) = c.locate(v);
+            println!("{}:{line}:{col}: {tag} {}", c.file, v.message);
         }
     }
     println!(

@@ -2,6 +2,8 @@
 
 pub mod check;
 pub mod export_vap;
+pub mod positions;
+pub mod report;
 
 use std::process::ExitCode;
 
