@@ -488,7 +488,7 @@ fn pods_are_hardened_spread_and_rolled_on_config_change() {
 
 #[test]
 fn rbac_is_least_privilege() {
-    let r = render(json!({"metrics": {"secure": false}}));
+    let r = render(json!({"metrics": {"secure": false}, "config": {"reports": {"api": "off"}}}));
     assert_eq!(r.kind("ClusterRole").len(), 1);
     assert_eq!(
         grants(&r.one("ClusterRole")),
@@ -499,11 +499,35 @@ fn rbac_is_least_privilege() {
             "networking.k8s.io/ingresses:get,list,watch",
         ]
     );
+    // Policy reports: write access to the report kinds the config may use, and only those.
+    let reports = |api: &str| {
+        let r = render(json!({"metrics": {"secure": false}, "config": {"reports": {"api": api}}}));
+        grants(&r.one("ClusterRole"))
+            .into_iter()
+            .filter(|g| g.contains("report"))
+            .collect::<Vec<_>>()
+    };
+    let write = "get,list,create,patch,update,delete";
+    assert_eq!(
+        reports("auto"),
+        [
+            format!("openreports.io/reports:{write}"),
+            format!("wgpolicyk8s.io/policyreports:{write}")
+        ]
+    );
+    assert_eq!(
+        reports("wgpolicyk8s"),
+        [format!("wgpolicyk8s.io/policyreports:{write}")]
+    );
+    assert_eq!(
+        reports("openreports"),
+        [format!("openreports.io/reports:{write}")]
+    );
 }
 
 #[test]
 fn secure_metrics_add_token_and_access_reviews_and_a_reader_role() {
-    let r = render(json!({}));
+    let r = render(json!({"config": {"reports": {"api": "off"}}}));
     let role: ClusterRole = r.named("ClusterRole", "lbguard");
     assert_eq!(
         grants(&role),

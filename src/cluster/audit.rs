@@ -8,8 +8,9 @@ use k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
 
 use super::ClusterState;
-use crate::config::Config;
+use crate::config::{Config, ProviderChoice};
 use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate};
+use crate::providers::{Provider, catalog};
 use crate::rules::Action;
 
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -17,12 +18,17 @@ pub struct Finding {
     pub rule: &'static str,
     pub action: Action,
     pub message: String,
+    /// The field the finding names (`metadata.annotations[...]`, `spec.type`).
+    pub field: String,
 }
 
 #[derive(Debug, Clone, Serialize)]
 pub struct ServiceReport {
     pub namespace: String,
     pub name: String,
+    pub uid: String,
+    /// The provider whose annotations it carries (the configured one when fixed).
+    pub provider: Option<&'static str>,
     pub violations: Vec<Finding>,
 }
 
@@ -41,6 +47,9 @@ pub struct Report {
     pub generated_at: u64,
     pub services: Vec<ServiceReport>,
     pub summary: Summary,
+    /// The Services without findings (for policy reports' passes; not in `/report`).
+    #[serde(skip)]
+    pub clean: Vec<ServiceReport>,
 }
 
 impl Report {
@@ -82,7 +91,25 @@ pub fn audit(
             continue;
         };
         let verdict = evaluate(&input, config, versions, state, inventory);
+        let meta = input.object.as_ref().map(|s| &s.metadata);
+        let uid = meta.and_then(|m| m.uid.clone()).unwrap_or_default();
+        let provider = match config.provider {
+            ProviderChoice::Fixed(p) => Some(p.as_str()),
+            ProviderChoice::Auto => input.object.as_ref().and_then(|s| {
+                Provider::ALL
+                    .into_iter()
+                    .find(|p| catalog(*p).detect(s))
+                    .map(Provider::as_str)
+            }),
+        };
         if verdict.violations.is_empty() {
+            report.clean.push(ServiceReport {
+                namespace: input.namespace.clone(),
+                name: input.name.clone(),
+                uid,
+                provider,
+                violations: Vec::new(),
+            });
             continue;
         }
         if verdict.allowed() {
@@ -93,6 +120,8 @@ pub fn audit(
         report.services.push(ServiceReport {
             namespace: input.namespace.clone(),
             name: input.name.clone(),
+            uid,
+            provider,
             violations: verdict
                 .violations
                 .iter()
@@ -100,6 +129,7 @@ pub fn audit(
                     rule: v.rule,
                     action: v.action,
                     message: v.message.clone(),
+                    field: v.field.clone(),
                 })
                 .collect(),
         });
@@ -109,6 +139,9 @@ pub fn audit(
     }
     report
         .services
+        .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+    report
+        .clean
         .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     (report, offending)
 }

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod ccm;
+pub mod reports;
 pub mod watch;
 
 use std::collections::{HashMap, HashSet};
@@ -27,6 +28,8 @@ use crate::vocab::service::Svc;
 pub struct SvcProj {
     pub namespace: Arc<str>,
     pub name: Arc<str>,
+    /// For references to the object (policy reports).
+    pub uid: Option<Box<str>>,
     /// Provider annotations only (keys any catalog claims).
     pub annotations: Vec<(Box<str>, Box<str>)>,
     /// (port, protocol).
@@ -53,6 +56,7 @@ impl SvcProj {
         Self {
             namespace,
             name,
+            uid: s.metadata.uid.as_deref().map(Into::into),
             annotations: s
                 .metadata
                 .annotations
@@ -88,6 +92,7 @@ impl SvcProj {
             metadata: ObjectMeta {
                 namespace: Some(self.namespace.to_string()),
                 name: Some(self.name.to_string()),
+                uid: self.uid.as_deref().map(String::from),
                 annotations: (!self.annotations.is_empty()).then(|| {
                     self.annotations
                         .iter()

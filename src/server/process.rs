@@ -98,6 +98,10 @@ fn spawn_audit(app: AppState, client: Option<kube::Client>) {
             if let (true, Some(client)) = (app.config.audit.events, &client) {
                 events::publish(client, &app, &offending).await;
             }
+            if let Some(client) = &client {
+                let report = app.report.load_full();
+                crate::cluster::reports::round(client, app.config.reports.api, &report).await;
+            }
         }
     });
 }

@@ -61,6 +61,8 @@ pub struct Config {
     pub audit: AuditConfig,
     /// Listener claims in the API server (the cross-replica lock of `listener-port-unique`).
     pub claims: ClaimsConfig,
+    /// Where the audit's results go besides `/report` and the metric.
+    pub reports: ReportsConfig,
     /// Annotation names (without the provider prefix) to accept besides lbguard's catalog,
     /// for `unknown-annotation`.
     pub known_annotations: BTreeMap<Provider, Vec<String>>,
@@ -82,6 +84,27 @@ impl Default for AuditConfig {
             events: false,
         }
     }
+}
+
+/// Policy reports: the audit's results as the Policy Working Group's reports, one per
+/// namespace with LoadBalancer Services.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct ReportsConfig {
+    pub api: ReportsApi,
+}
+
+/// Which report API the audit writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ReportsApi {
+    /// `openreports.io/v1alpha1` Report if installed, else `wgpolicyk8s.io/v1alpha2`
+    /// PolicyReport if installed, else none; re-checked every audit round.
+    #[default]
+    Auto,
+    Openreports,
+    Wgpolicyk8s,
+    Off,
 }
 
 /// Listener claims: one Lease per (load balancer, protocol family, port) in lbguard's
