@@ -357,3 +357,50 @@ async fn a_later_openreports_install_takes_over_and_old_reports_are_removed() {
             .all(|k| k.contains("/openreports.io/"))
     );
 }
+
+/// Every report, for both APIs, through the validators `@kubernetes-models/kyverno` (npm)
+/// generates from the published CRDs. `scripts/test` installs the package.
+#[test]
+fn the_published_report_schemas_accept_every_report() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let modules = root.join("target/npm-schemas");
+    assert!(
+        modules
+            .join("node_modules/@kubernetes-models/kyverno")
+            .exists(),
+        "the published report schemas are not installed: run scripts/test"
+    );
+    let report = report_of(&services());
+    let mut all: Vec<Value> = Vec::new();
+    for api in [ReportApi::WgPolicy, ReportApi::OpenReports] {
+        all.extend(build(&report, api).into_values());
+    }
+    let validate = |reports: &[Value]| {
+        let mut child = std::process::Command::new("node")
+            .arg(root.join("tests/reports/validate.mjs"))
+            .arg(&modules)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(&serde_json::to_vec(reports).unwrap())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (ok, out) = validate(&all);
+    assert!(ok, "{out}");
+    assert!(out.contains(&format!("\"checked\":{}", all.len())), "{out}");
+    // And they would catch a bad one.
+    let mut bad = all.clone();
+    bad[0]["results"][0]["severity"] = json!("urgent");
+    assert!(!validate(&bad).0);
+}
