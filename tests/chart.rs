@@ -794,21 +794,22 @@ fn exported_metric_names() -> std::collections::BTreeSet<String> {
     };
     let m = Metrics::new();
     // Labelled families show up once they have a series.
-    m.requests.get_or_create(&RequestLabels {
+    let _ = m.requests.get_or_create(&RequestLabels {
         endpoint: "validate",
         operation: "CREATE",
         verdict: "allowed",
     });
-    m.violations.get_or_create(&ViolationLabels {
+    let _ = m.violations.get_or_create(&ViolationLabels {
         rule: "x",
         action: "deny",
     });
-    m.latency.get_or_create(&EndpointLabels {
+    let _ = m.latency.get_or_create(&EndpointLabels {
         endpoint: "validate",
     });
-    m.watch_errors
+    let _ = m
+        .watch_errors
         .get_or_create(&KindLabels { kind: "Service" });
-    m.audit_violations.get_or_create(&AuditLabels {
+    let _ = m.audit_violations.get_or_create(&AuditLabels {
         rule: "x",
         action: "deny",
         namespace: "n".into(),

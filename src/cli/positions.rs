@@ -84,7 +84,7 @@ pub fn index(text: &str) -> Vec<Doc> {
         let Ok((event, span)) = item else { break };
         let at = (span.start.line(), span.start.col() + 1);
         // Where the node this event starts sits: the path of a map value or a list item.
-        let mut enter = |stack: &mut Vec<Frame>, path: &mut Vec<Seg>| -> Option<bool> {
+        let enter = |stack: &mut Vec<Frame>, path: &mut Vec<Seg>| -> Option<bool> {
             match stack.last_mut() {
                 None => Some(false),
                 Some(Frame::Seq { next }) => {
@@ -107,11 +107,7 @@ pub fn index(text: &str) -> Vec<Doc> {
                 path.clear();
                 empty = true;
             }
-            Event::DocumentEnd => {
-                if !empty {
-                    docs.push(std::mem::take(&mut doc));
-                }
-            }
+            Event::DocumentEnd if !empty => docs.push(std::mem::take(&mut doc)),
             Event::Scalar(value, style, ..) => {
                 if stack.is_empty() {
                     empty = null_like(&value, style);
