@@ -699,7 +699,7 @@ fn sarif_output_is_valid_and_points_at_the_field() {
         }
     }
     assert_eq!(results.len(), expected.len());
-    let mut annotation_checked = 0;
+    let (mut annotation_checked, mut other_checked) = (0, 0);
     for (res, (file, v)) in results.iter().zip(&expected) {
         assert_eq!(res["ruleId"], v["rule"]);
         assert_eq!(
@@ -740,9 +740,22 @@ fn sarif_output_is_valid_and_points_at_the_field() {
                 "{file}:{line}:{col} is {at_line:?}, not {key}"
             );
             annotation_checked += 1;
+        } else if let Some(last) = v["field"].as_str().unwrap().rsplit('.').next()
+            && !last.is_empty()
+            && !last.contains('[')
+            && text.contains(&format!("{last}:"))
+        {
+            // Another field that is in the file: the position is its key.
+            let from_col: String = at_line.chars().skip(col - 1).collect();
+            assert!(
+                from_col.starts_with(last),
+                "{file}:{line}:{col} is {at_line:?}, not {last}"
+            );
+            other_checked += 1;
         }
     }
     assert!(annotation_checked >= 20, "{annotation_checked}");
+    assert!(other_checked >= 1, "{other_checked}");
 }
 
 #[test]
