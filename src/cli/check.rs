@@ -487,8 +487,8 @@ pub fn run(args: CheckArgs) -> ExitCode {
     match args.output {
         Output::Json => print_json(&results, &summary),
         Output::Text => print_text(&results, &summary, Paint(std::io::stdout().is_terminal())),
-        Output::Sarif => println!("{:#}", super::report::sarif(&results)),
-        Output::Junit => print!("{}", super::report::junit(&results)),
+        Output::Sarif => outln!("{:#}", super::report::sarif(&results)),
+        Output::Junit => out!("{}", super::report::junit(&results)),
     }
     for e in &errors {
         eprintln!("lbguard check: {e}");
@@ -532,7 +532,7 @@ fn print_json(results: &[Checked], summary: &Summary) {
         })
         .collect();
     let doc = serde_json::json!({ "results": items, "summary": summary });
-    println!("{doc:#}");
+    outln!("{doc:#}");
 }
 
 fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
@@ -542,7 +542,7 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         } else {
             paint.wrap("31;1", "DENIED ")
         };
-        println!(
+        outln!(
             "{head} {}/{} ({}) {}",
             c.input.namespace,
             c.input.name,
@@ -550,7 +550,7 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
             c.origin
         );
         for d in &c.applied {
-            println!(
+            outln!(
                 "  {} {} = \"{}\" ({})",
                 paint.wrap("36", "default"),
                 d.field,
@@ -559,7 +559,7 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
             );
         }
         for n in &c.verdict.notes {
-            println!("  {} {n}", paint.wrap("33", "note   "));
+            outln!("  {} {n}", paint.wrap("33", "note   "));
         }
         for v in &c.verdict.violations {
             let tag = match v.action {
@@ -567,11 +567,14 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
                 _ => paint.wrap("33", "warn"),
             };
             let (line, col) = c.locate(v);
-            println!("{}:{line}:{col}: {tag} {}", c.file, v.message);
+            outln!("{}:{line}:{col}: {tag} {}", c.file, v.message);
         }
     }
-    println!(
+    outln!(
         "{} Service(s) checked: {} denied, {} allowed with warnings; {} other object(s) skipped",
-        summary.checked, summary.denied, summary.warned, summary.skipped
+        summary.checked,
+        summary.denied,
+        summary.warned,
+        summary.skipped
     );
 }

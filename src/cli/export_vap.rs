@@ -130,17 +130,17 @@ pub fn run(args: ExportArgs) -> ExitCode {
     let only = (!args.rules.is_empty()).then_some(args.rules.as_slice());
     let e = export(&config, &versions, only);
     if args.list {
-        print!("{}", list(&e));
+        out!("{}", list(&e));
         return ExitCode::SUCCESS;
     }
     if args.ids {
         let ids: Vec<&str> = e.exported.iter().map(|x| x.rule.id).collect();
-        println!("{}", ids.join(","));
+        outln!("{}", ids.join(","));
         return ExitCode::SUCCESS;
     }
     match render(&e, args.output) {
         Ok(s) => {
-            print!("{s}");
+            out!("{s}");
             ExitCode::SUCCESS
         }
         Err(err) => {

@@ -1,5 +1,22 @@
 //! Command-line front ends: `check`, `export-vap`, `rules` and `serve`.
 
+/// `println!` that stops quietly when stdout is gone (`lbguard check ... | head`) instead
+/// of panicking.
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` with the same manners.
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod check;
 pub mod export_vap;
 pub mod positions;
@@ -61,11 +78,11 @@ pub fn run(cli: Cli) -> ExitCode {
         }
         Command::Rules { markdown } => {
             if markdown {
-                print!("{}", crate::rules::markdown_table());
+                out!("{}", crate::rules::markdown_table());
             } else {
                 for r in crate::rules::registry() {
                     let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
-                    println!(
+                    outln!(
                         "{:<34} {:<5} {:<10} {:<32} {}",
                         r.id,
                         r.default.as_str(),
