@@ -792,3 +792,20 @@ fn text_output_is_compiler_style_and_junit_counts_failures() {
         xml.matches("</testsuite>").count()
     );
 }
+
+/// `lbguard check ... | head`: the reader goes away; lbguard stops without a panic.
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["check", "examples/"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("panicked"), "{err}");
+    assert_eq!(out.status.code(), Some(1));
+}
