@@ -376,31 +376,15 @@ pub fn check_one(
 }
 
 fn build_config(args: &CheckArgs) -> Result<Config, String> {
-    let mut config = match &args.config {
-        Some(p) => Config::read(p)
-            .and_then(|text| Config::from_yaml(&text, &p.display().to_string()))
-            .map_err(|e| e.to_string())?,
-        None => Config::default(),
-    };
-    if let Some(p) = args.provider {
-        config.provider = p;
-    }
+    let mut config = super::command_config(
+        args.config.as_deref(),
+        args.provider,
+        args.cluster_version.as_deref(),
+        args.ccm_version.as_deref(),
+    )?;
+    // The inventory path is checked when it is loaded.
     if let Some(i) = &args.inventory {
         config.inventory.path = Some(i.display().to_string());
-    }
-    if let Some(v) = &args.cluster_version {
-        config.cluster.version = Some(v.clone());
-    }
-    if let Some(v) = &args.ccm_version {
-        config.ccm.version = Some(v.clone());
-    }
-    // After the flag overrides, so a bad --cluster-version is reported too.
-    let problems = crate::engine::config_problems(&config);
-    if !problems.is_empty() {
-        return Err(format!(
-            "invalid settings:\n  - {}",
-            problems.join("\n  - ")
-        ));
     }
     Ok(config)
 }

@@ -44,28 +44,12 @@ pub enum Format {
 }
 
 fn config(args: &ExportArgs) -> Result<Config, String> {
-    let mut config = match &args.config {
-        Some(p) => Config::read(p)
-            .and_then(|text| Config::from_yaml(&text, &p.display().to_string()))
-            .map_err(|e| e.to_string())?,
-        None => Config::default(),
-    };
-    if let Some(p) = args.provider {
-        config.provider = p;
-    }
-    if let Some(v) = &args.cluster_version {
-        config.cluster.version = Some(v.clone());
-    }
-    if let Some(v) = &args.ccm_version {
-        config.ccm.version = Some(v.clone());
-    }
-    let problems = crate::engine::config_problems(&config);
-    if !problems.is_empty() {
-        return Err(format!(
-            "invalid settings:\n  - {}",
-            problems.join("\n  - ")
-        ));
-    }
+    let config = super::command_config(
+        args.config.as_deref(),
+        args.provider,
+        args.cluster_version.as_deref(),
+        args.ccm_version.as_deref(),
+    )?;
     for id in &args.rules {
         if crate::rules::find(id).is_none() {
             return Err(format!(

@@ -17,6 +17,40 @@ macro_rules! out {
     }};
 }
 
+/// The config a command runs with: the file (or the defaults), then the flags that override
+/// it, checked as a whole so a bad flag is reported like a bad key.
+pub(crate) fn command_config(
+    path: Option<&std::path::Path>,
+    provider: Option<crate::config::ProviderChoice>,
+    cluster_version: Option<&str>,
+    ccm_version: Option<&str>,
+) -> Result<crate::config::Config, String> {
+    use crate::config::Config;
+    let mut config = match path {
+        Some(p) => Config::read(p)
+            .and_then(|text| Config::from_yaml(&text, &p.display().to_string()))
+            .map_err(|e| e.to_string())?,
+        None => Config::default(),
+    };
+    if let Some(p) = provider {
+        config.provider = p;
+    }
+    if let Some(v) = cluster_version {
+        config.cluster.version = Some(v.to_string());
+    }
+    if let Some(v) = ccm_version {
+        config.ccm.version = Some(v.to_string());
+    }
+    let problems = crate::engine::config_problems(&config);
+    if !problems.is_empty() {
+        return Err(format!(
+            "invalid settings:\n  - {}",
+            problems.join("\n  - ")
+        ));
+    }
+    Ok(config)
+}
+
 pub mod check;
 pub mod export_vap;
 pub mod positions;

@@ -96,14 +96,7 @@ pub fn parse_config(text: &str, path: &str) -> Result<Config, ConfigError> {
 /// A config checked for everything, rule ids included.
 pub fn validate_config(config: Config, path: &str) -> Result<Config, ConfigError> {
     let problems = config_problems(&config);
-    if problems.is_empty() {
-        Ok(config)
-    } else {
-        Err(ConfigError::Invalid {
-            path: path.to_string(),
-            problems,
-        })
-    }
+    config.unless(problems, path)
 }
 
 /// Everything wrong with a config: its own checks plus rule ids the registry lacks.

@@ -402,8 +402,13 @@ impl Config {
     pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
         let config = Self::from_yaml(text, path)?;
         let problems = config.problems();
+        config.unless(problems, path)
+    }
+
+    /// The config, or every problem found in it.
+    pub fn unless(self, problems: Vec<String>, path: &str) -> Result<Self, ConfigError> {
         if problems.is_empty() {
-            Ok(config)
+            Ok(self)
         } else {
             Err(ConfigError::Invalid {
                 path: path.to_string(),
