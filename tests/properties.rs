@@ -177,3 +177,52 @@ proptest! {
         }
     }
 }
+
+/// YAML-ish text: structure characters, quotes, colons, dashes, indentation, unicode.
+fn yamlish() -> impl Strategy<Value = String> {
+    proptest::collection::vec(
+        prop_oneof![
+            Just("\n".to_string()),
+            Just("  ".to_string()),
+            Just("- ".to_string()),
+            Just(": ".to_string()),
+            Just("---\n".to_string()),
+            Just("{".to_string()),
+            Just("}".to_string()),
+            Just("[".to_string()),
+            Just("]".to_string()),
+            Just(",".to_string()),
+            Just("\"".to_string()),
+            Just("'".to_string()),
+            Just("&a ".to_string()),
+            Just("*a".to_string()),
+            Just("? ".to_string()),
+            Just("kind: Service\n".to_string()),
+            Just("metadata:\n  name: x\n".to_string()),
+            "[a-z0-9./]{1,8}".prop_map(String::from),
+            "\\PC{0,3}".prop_map(String::from),
+        ],
+        0..40,
+    )
+    .prop_map(|parts| parts.concat())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig { cases: 400, failure_persistence: None, ..ProptestConfig::default() })]
+
+    /// `check`'s reader on any text: documents and their field positions never panic, and
+    /// every document that parsed has a position map (they line up).
+    #[test]
+    fn yaml_documents_and_positions_never_panic(text in yamlish()) {
+        let docs = lbguard::yaml::documents(&text);
+        let places = lbguard::cli::positions::index(&text);
+        let parsed = docs.iter().filter(|d| d.is_ok()).count();
+        if parsed == docs.len() {
+            prop_assert_eq!(places.len(), docs.len(), "{:?}", text);
+        }
+        for p in &places {
+            let (line, col) = p.locate(&[], "metadata.annotations[x]");
+            prop_assert!(line >= 1 && col >= 1);
+        }
+    }
+}
