@@ -66,7 +66,7 @@ pub static RULES: &[Rule] = &[
         title: "server-group-id is rsp-<id>:<port>[,...] with each port a spec.ports[].port, none twice",
         source: "004 \"端口号，为 Service spec配置中的port端口，而非target port或node port端口\"",
         check: Check::PerProvider(server_group_format),
-        vap: Vap::No("parses rsp-<id>:<port> lists against spec.ports; not written as CEL yet"),
+        vap: Vap::Cel(server_group_format_cel),
     },
     Rule {
         id: "weight-range",
@@ -280,6 +280,65 @@ fn reuse_requires_fields_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
             .same_when(id.value.clone())
         })
         .collect())
+}
+
+/// CEL of `server_group_format`: each entry well formed, its port a Service port, no port
+/// twice. On an update, findings the live Service already had (same entry, same ports) are
+/// kept, one by one, as the engine's ratchet does.
+fn server_group_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let key = cat.key("server-group-id");
+    let k = cel::lit(&key);
+    let entries = |s: &str| format!("{s}.metadata.annotations[{k}].split(',')");
+    let port = |e: &str| format!("int({e}.trim().substring({e}.trim().lastIndexOf(':') + 1))");
+    let ok = |e: &str| {
+        format!(
+            "({e}.trim().matches('^rsp-[A-Za-z0-9*-]+:[+]?[0-9]{{1,10}}$') && {p} >= 1 && {p} <= 65535)",
+            p = port(e)
+        )
+    };
+    let in_spec = |s: &str, e: &str| {
+        format!("(has({s}.spec.ports) && {s}.spec.ports.exists(p, p.port == {}))", port(e))
+    };
+    let dup = |s: &str, e: &str| {
+        format!(
+            "{}.filter(f, {} && {} && {} == {}).size() > 1",
+            entries(s),
+            ok("f"),
+            in_spec(s, "f"),
+            port("f"),
+            port(e)
+        )
+    };
+    let (kept_bad, kept_missing, kept_dup) = match &v.ratchet {
+        Some(r) => {
+            let old = format!("({r} && {})", cel::on(&cel::has_annotation(&key), "oldObject"));
+            let had = format!("{}.exists(o, o.trim() == e.trim())", entries("oldObject"));
+            let ports = |s: &str| format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])");
+            (
+                format!("({old} && {had})"),
+                format!("({old} && {had} && {} == {})", ports("oldObject"), ports("object")),
+                format!("({old} && {}.exists(o, {} && {} && {} == {} && {}))",
+                    entries("oldObject"), ok("o"), in_spec("oldObject", "o"), port("o"), port("e"), dup("oldObject", "o")),
+            )
+        }
+        None => ("false".into(), "false".into(), "false".into()),
+    };
+    let violates = format!(
+        "{} && {}.exists(e, (!{} && !{kept_bad}) || ({} && !{} && !{kept_missing}) || ({} && {} && {} && !{kept_dup}))",
+        cel::on(&cel::has_annotation(&key), "object"),
+        entries("object"),
+        ok("e"),
+        ok("e"),
+        in_spec("object", "e"),
+        ok("e"),
+        in_spec("object", "e"),
+        dup("object", "e"),
+    );
+    Ok(vec![CelCheck::new(
+        violates,
+        format!("'[server-group-format] {key} is \"' + object.metadata.annotations[{k}] + '\": each entry must be rsp-<id>:<port> with the port one of spec.ports[].port, and no port twice; write e.g. \"rsp-2fe7xxx:80,rsp-2fe7yyy:443\"'"),
+    )])
 }
 
 fn weight_range_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {

@@ -75,11 +75,50 @@ fn reuse_requires_fields_without_id_passes() {
 #[case::no_rsp("sg-1:80", Deny)]
 #[case::no_port("rsp-1", Deny)]
 #[case::twice("rsp-1:80,rsp-2:80", Deny)]
+#[case::plus_sign("rsp-1:+80", Pass)]
+#[case::leading_zero("rsp-1:0080", Pass)]
+#[case::star_id("rsp-*x-9:443", Pass)]
+#[case::colon_in_id("rsp-a:b:80", Deny)]
+#[case::port_zero("rsp-1:0", Deny)]
+#[case::huge_port("rsp-1:99999999999", Deny)]
+#[case::empty_entry("rsp-1:80,,rsp-2:443", Deny)]
+#[case::space_inside("rsp-1 :80", Deny)]
+#[case::twice_but_one_bad("rsp-1:80,rsp-2:80x", Deny)]
 fn server_group_format(#[case] value: &str, #[case] want: Expect) {
     let s = reused()
         .port(443, "TCP")
         .pa(Volcengine, "server-group-id", value);
     expect(&create(s), &cfg(""), "server-group-format", want);
+}
+
+/// Updates keep the findings the live Service already had, one by one: the exported policy
+/// is checked against each case too (testkit).
+#[rstest]
+#[case::same_bad_value("rsp-1:8080", "rsp-1:8080", 80, 80, Warn)]
+#[case::adds_a_bad_entry("rsp-1:8080", "rsp-1:8080,sg-2:443", 80, 80, Deny)]
+#[case::drops_the_good_entry("rsp-1:8080,rsp-2:443", "rsp-1:8080", 80, 80, Warn)]
+#[case::ports_changed("rsp-1:8080", "rsp-1:8080", 80, 81, Deny)]
+#[case::same_duplicate("rsp-1:80,rsp-2:80", "rsp-2:80,rsp-1:80", 80, 80, Warn)]
+#[case::fixed("rsp-1:8080", "rsp-1:80", 80, 80, Pass)]
+fn server_group_format_ratchets_per_finding(
+    #[case] old: &str,
+    #[case] new: &str,
+    #[case] old_port: i32,
+    #[case] new_port: i32,
+    #[case] want: Expect,
+) {
+    let svc = |value: &str, port: i32| {
+        reused()
+            .only_port(port, "TCP")
+            .port(443, "TCP")
+            .pa(Volcengine, "server-group-id", value)
+    };
+    expect(
+        &crate::testkit::update(svc(old, old_port), svc(new, new_port)),
+        &cfg(""),
+        "server-group-format",
+        want,
+    );
 }
 
 #[rstest]
