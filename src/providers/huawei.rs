@@ -91,7 +91,7 @@ pub static RULES: &[Rule] = &[
         "elb.protocol-port is proto:port pairs; each port a spec.ports[].port with protocol TCP (UDP for udp)",
         "002 \"protocol-port的取值需要和service的spec.ports字段中的端口对应\"",
         protocol_port_format,
-        Vap::No("parses protocol:port lists against spec.ports; not written as CEL yet")
+        Vap::Cel(protocol_port_format_cel)
     ),
     rule!(
         "https-needs-cert",
@@ -751,6 +751,113 @@ fn system_annotations_reserved_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static
             )
         })
         .collect())
+}
+
+/// CEL of `protocol_port_format`, finding by finding; on an update, findings the live Service
+/// already had (same entry, same Service ports) are kept, as the engine's ratchet does.
+fn protocol_port_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let key = cat.key("protocol-port");
+    let k = cel::lit(&key);
+    let entries = |s: &str| format!("{s}.metadata.annotations[{k}].split(',')");
+    let t = |e: &str| format!("{e}.trim()");
+    let colon = |e: &str| format!("({}.indexOf(':') >= 0)", t(e));
+    let proto = |e: &str| format!("{}.substring(0, {}.indexOf(':')).trim()", t(e), t(e));
+    let port_s = |e: &str| format!("{}.substring({}.indexOf(':') + 1).trim()", t(e), t(e));
+    let port = |e: &str| format!("int({})", port_s(e));
+    let port_ok = |e: &str| {
+        format!(
+            "({} && {}.matches('^[+-]?[0-9]{{1,10}}$') && {p} >= 1 && {p} <= 65535)",
+            colon(e),
+            port_s(e),
+            p = port(e)
+        )
+    };
+    let spec_protocols = |s: &str, e: &str| {
+        format!(
+            "(has({s}.spec.ports) ? {s}.spec.ports.filter(p, p.port == {}).map(p, has(p.protocol) ? p.protocol : 'TCP') : [])",
+            port(e)
+        )
+    };
+    let want = |e: &str| format!("({} == 'udp' ? 'UDP' : 'TCP')", proto(e));
+    let dup = |s: &str, e: &str| {
+        format!(
+            "{}.filter(f, {} && {} == {}).size() > 1",
+            entries(s),
+            port_ok("f"),
+            port("f"),
+            port(e)
+        )
+    };
+    let bad_form = format!("!{}", colon("e"));
+    let bad_proto = format!(
+        "({} && !({} in ['http', 'https', 'tcp', 'udp', 'tls']))",
+        colon("e"),
+        proto("e")
+    );
+    let bad_port = format!("({} && !{})", colon("e"), port_ok("e"));
+    let not_in_spec = format!(
+        "({} && {}.size() == 0)",
+        port_ok("e"),
+        spec_protocols("object", "e")
+    );
+    let wrong_protocol = format!(
+        "({} && {}.size() > 0 && !({} in {}))",
+        port_ok("e"),
+        spec_protocols("object", "e"),
+        want("e"),
+        spec_protocols("object", "e")
+    );
+    let twice = format!("({} && {})", port_ok("e"), dup("object", "e"));
+    let (kept_entry, kept_ports, kept_protocols, kept_dup) = match &v.ratchet {
+        Some(r) => {
+            let old = format!(
+                "({r} && {})",
+                cel::on(&cel::has_annotation(&key), "oldObject")
+            );
+            let had = format!("{}.exists(o, o.trim() == e.trim())", entries("oldObject"));
+            let ports =
+                |s: &str| format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])");
+            (
+                format!("({old} && {had})"),
+                format!(
+                    "({old} && {had} && {} == {})",
+                    ports("oldObject"),
+                    ports("object")
+                ),
+                format!(
+                    "({old} && {had} && {} == {})",
+                    spec_protocols("oldObject", "e"),
+                    spec_protocols("object", "e")
+                ),
+                format!(
+                    "({old} && {}.exists(o, {} && {} == {} && {}))",
+                    entries("oldObject"),
+                    port_ok("o"),
+                    port("o"),
+                    port("e"),
+                    dup("oldObject", "o")
+                ),
+            )
+        }
+        None => (
+            "false".into(),
+            "false".into(),
+            "false".into(),
+            "false".into(),
+        ),
+    };
+    let violates = format!(
+        "{} && {}.exists(e, (({bad_form} || {bad_proto} || {bad_port}) && !{kept_entry}) || ({not_in_spec} && !{kept_ports}) || ({wrong_protocol} && !{kept_protocols}) || ({twice} && !{kept_dup}))",
+        cel::on(&cel::has_annotation(&key), "object"),
+        entries("object"),
+    );
+    Ok(vec![CelCheck::new(
+        violates,
+        format!(
+            "'[protocol-port-format] {key} is \"' + object.metadata.annotations[{k}] + '\": each entry must be protocol:port with a protocol of http, https, tcp, udp, tls (lower case), the port one of spec.ports[].port with protocol TCP (UDP for udp), and no port twice; write e.g. \"https:443,http:80\"'"
+        ),
+    )])
 }
 
 fn https_needs_cert_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {

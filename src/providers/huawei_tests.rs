@@ -129,6 +129,35 @@ fn system_annotations_without_ccm_identity_warn_on_update() {
     expect(&input, &cfg(V), "system-annotations-reserved", Warn);
 }
 
+/// Updates keep what the live Service already had, finding by finding (the exported policy
+/// is held to the same).
+#[rstest]
+#[case::same_bad("http:8080", "http:8080", "TCP", "TCP", Warn)]
+#[case::adds_bad("http:8080", "http:8080,ftp:443", "TCP", "TCP", Deny)]
+#[case::protocol_of_another_port_changed("udp:80", "udp:80", "TCP", "UDP", Warn)]
+#[case::same_twice("http:80,https:80", "https:80,http:80", "TCP", "TCP", Warn)]
+#[case::fixed("http:8080", "http:80", "TCP", "TCP", Pass)]
+fn protocol_port_format_ratchets_per_finding(
+    #[case] old: &str,
+    #[case] new: &str,
+    #[case] old_proto_53: &str,
+    #[case] new_proto_53: &str,
+    #[case] want: Expect,
+) {
+    let svc = |value: &str, proto: &str| {
+        lb().port(443, "TCP")
+            .port(53, proto)
+            .pa(Huawei, "protocol-port", value)
+            .pa(Huawei, "cert-id", "c1")
+    };
+    expect(
+        &update(svc(old, old_proto_53), svc(new, new_proto_53)),
+        &cfg(V),
+        "protocol-port-format",
+        want,
+    );
+}
+
 #[rstest]
 #[case::ok("https:443,http:80", Pass)]
 #[case::tls("tls:443", Pass)]
@@ -140,6 +169,14 @@ fn system_annotations_without_ccm_identity_warn_on_update() {
 #[case::no_colon("http", Deny)]
 #[case::not_a_number("http:eighty", Deny)]
 #[case::twice("http:80,https:80", Deny)]
+#[case::spaces(" https : 443 , http:80 ", Pass)]
+#[case::plus_sign("http:+80", Pass)]
+#[case::two_colons("http:80:1", Deny)]
+#[case::empty_entry("http:80,", Deny)]
+#[case::zero("http:0", Deny)]
+#[case::negative("http:-80", Deny)]
+#[case::huge("http:80000000000", Deny)]
+#[case::bad_proto_and_port("ftp:x", Deny)]
 fn protocol_port_format(#[case] value: &str, #[case] want: Expect) {
     let s = lb()
         .port(443, "TCP")

@@ -298,7 +298,10 @@ fn server_group_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
     };
     let in_spec = |s: &str, e: &str| {
-        format!("(has({s}.spec.ports) && {s}.spec.ports.exists(p, p.port == {}))", port(e))
+        format!(
+            "(has({s}.spec.ports) && {s}.spec.ports.exists(p, p.port == {}))",
+            port(e)
+        )
     };
     let dup = |s: &str, e: &str| {
         format!(
@@ -312,14 +315,29 @@ fn server_group_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     };
     let (kept_bad, kept_missing, kept_dup) = match &v.ratchet {
         Some(r) => {
-            let old = format!("({r} && {})", cel::on(&cel::has_annotation(&key), "oldObject"));
+            let old = format!(
+                "({r} && {})",
+                cel::on(&cel::has_annotation(&key), "oldObject")
+            );
             let had = format!("{}.exists(o, o.trim() == e.trim())", entries("oldObject"));
-            let ports = |s: &str| format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])");
+            let ports =
+                |s: &str| format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])");
             (
                 format!("({old} && {had})"),
-                format!("({old} && {had} && {} == {})", ports("oldObject"), ports("object")),
-                format!("({old} && {}.exists(o, {} && {} && {} == {} && {}))",
-                    entries("oldObject"), ok("o"), in_spec("oldObject", "o"), port("o"), port("e"), dup("oldObject", "o")),
+                format!(
+                    "({old} && {had} && {} == {})",
+                    ports("oldObject"),
+                    ports("object")
+                ),
+                format!(
+                    "({old} && {}.exists(o, {} && {} && {} == {} && {}))",
+                    entries("oldObject"),
+                    ok("o"),
+                    in_spec("oldObject", "o"),
+                    port("o"),
+                    port("e"),
+                    dup("oldObject", "o")
+                ),
             )
         }
         None => ("false".into(), "false".into(), "false".into()),
@@ -337,7 +355,9 @@ fn server_group_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     );
     Ok(vec![CelCheck::new(
         violates,
-        format!("'[server-group-format] {key} is \"' + object.metadata.annotations[{k}] + '\": each entry must be rsp-<id>:<port> with the port one of spec.ports[].port, and no port twice; write e.g. \"rsp-2fe7xxx:80,rsp-2fe7yyy:443\"'"),
+        format!(
+            "'[server-group-format] {key} is \"' + object.metadata.annotations[{k}] + '\": each entry must be rsp-<id>:<port> with the port one of spec.ports[].port, and no port twice; write e.g. \"rsp-2fe7xxx:80,rsp-2fe7yyy:443\"'"
+        ),
     )])
 }
 
