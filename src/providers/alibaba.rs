@@ -44,9 +44,7 @@ pub static RULES: &[Rule] = &[
         title: "Value formats the Alibaba CCM parses (protocol-port, vgroup-port, weights, integers, forward-port, listener-port-range, zone-maps)",
         source: "Alibaba CCM clbv1/listeners.go, clbv1/vgroups.go, nlbv2/*",
         check: Check::PerProvider(annotation_format),
-        vap: Vap::No(
-            "parses port lists, weights and zone maps against spec.ports; not written as CEL yet",
-        ),
+        vap: Vap::Cel(annotation_format_cel),
     },
     Rule {
         id: "dependent-annotations",
@@ -302,6 +300,232 @@ fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     );
     needs("sticky-session-type", Some("server"), "cookie", None);
     needs("vswitch-id", None, "address-type", Some("intranet"));
+}
+
+/// CEL: `v` is a port as `parse_port` reads it.
+fn port_cel(v: &str) -> String {
+    format!("({v}.matches('^[0-9]{{1,10}}$') && int({v}) >= 1 && int({v}) <= 65535)")
+}
+
+/// CEL of `port_list`: `<item>:<port>` entries (split at the last colon), each item valid,
+/// each port a Service port, none twice; on an update, findings the live Service already
+/// had are kept one by one (same key, same entry, same Service ports).
+fn port_list_cel(
+    cat: &Catalog,
+    v: &VapCtx,
+    suffix: &str,
+    item_ok: impl Fn(&str) -> String,
+    example: &str,
+) -> CelCheck {
+    let a = cel::catalog_annotation(cat, suffix);
+    let entries = |s: &str| format!("{}.split(',')", cel::on(&a.value, s));
+    let t = |e: &str| format!("{e}.trim()");
+    let colon = |e: &str| format!("({}.lastIndexOf(':') >= 0)", t(e));
+    let item = |e: &str| format!("{}.substring(0, {}.lastIndexOf(':'))", t(e), t(e));
+    let port_s = |e: &str| format!("{}.substring({}.lastIndexOf(':') + 1)", t(e), t(e));
+    let port_ok = |e: &str| format!("({} && {})", colon(e), port_cel(&port_s(e)));
+    let in_spec = |s: &str, e: &str| {
+        format!(
+            "(has({s}.spec.ports) && {s}.spec.ports.exists(p, p.port == int({})))",
+            port_s(e)
+        )
+    };
+    let counted = |s: &str, e: &str| format!("({} && {})", port_ok(e), in_spec(s, e));
+    let dup = |s: &str, e: &str| {
+        format!(
+            "{}.filter(f, {} && int({}) == int({})).size() > 1",
+            entries(s),
+            counted(s, "f"),
+            port_s("f"),
+            port_s(e)
+        )
+    };
+    let bad = format!(
+        "(!{} || !{} || !{})",
+        colon("e"),
+        item_ok(&item("e")),
+        port_ok("e")
+    );
+    let missing = format!("({} && !{})", port_ok("e"), in_spec("object", "e"));
+    let twice = format!("({} && {})", counted("object", "e"), dup("object", "e"));
+    let (kept_bad, kept_missing, kept_dup) = match &v.ratchet {
+        Some(r) => {
+            let old = format!(
+                "({r} && {} && {} == {})",
+                cel::on(&a.present, "oldObject"),
+                cel::on(&a.key, "oldObject"),
+                cel::on(&a.key, "object")
+            );
+            let had = format!("{}.exists(o, o.trim() == e.trim())", entries("oldObject"));
+            let ports =
+                |s: &str| format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])");
+            (
+                format!("({old} && {had})"),
+                format!(
+                    "({old} && {had} && {} == {})",
+                    ports("oldObject"),
+                    ports("object")
+                ),
+                format!(
+                    "({old} && {}.exists(o, {} && int({}) == int({}) && {}))",
+                    entries("oldObject"),
+                    counted("oldObject", "o"),
+                    port_s("o"),
+                    port_s("e"),
+                    dup("oldObject", "o")
+                ),
+            )
+        }
+        None => ("false".into(), "false".into(), "false".into()),
+    };
+    let now = |x: &str| cel::on(x, "object");
+    CelCheck::new(
+        format!(
+            "{} && {}.exists(e, ({bad} && !{kept_bad}) || ({missing} && !{kept_missing}) || ({twice} && !{kept_dup}))",
+            now(&a.present),
+            entries("object")
+        ),
+        format!(
+            "'[annotation-format] ' + {} + ' is \"' + {} + '\": each entry must be <value>:<port> with a valid value and a port of spec.ports[].port, no port twice; write e.g. {example}'",
+            now(&a.key),
+            now(&a.value)
+        ),
+    )
+}
+
+/// CEL: every comma-separated entry of `suffix`'s value passes `entry_ok` (entries as written,
+/// not trimmed); on an update, bad entries the live Service already had are kept.
+fn entries_cel(
+    cat: &Catalog,
+    v: &VapCtx,
+    suffix: &str,
+    entry_ok: impl Fn(&str) -> String,
+    expected: &str,
+) -> CelCheck {
+    let a = cel::catalog_annotation(cat, suffix);
+    let kept = match &v.ratchet {
+        Some(r) => format!(
+            "({r} && {} && {} == {} && {}.split(',').exists(o, o == e))",
+            cel::on(&a.present, "oldObject"),
+            cel::on(&a.key, "oldObject"),
+            cel::on(&a.key, "object"),
+            cel::on(&a.value, "oldObject")
+        ),
+        None => "false".into(),
+    };
+    let now = |x: &str| cel::on(x, "object");
+    CelCheck::new(
+        format!(
+            "{} && {}.split(',').exists(e, !{} && !{kept})",
+            now(&a.present),
+            now(&a.value),
+            entry_ok("e")
+        ),
+        format!(
+            "'[annotation-format] ' + {} + ' is \"' + {} + '\": each entry must be {expected}'",
+            now(&a.key),
+            now(&a.value)
+        ),
+    )
+}
+
+/// The CEL of `annotation_format`, one check per annotation.
+fn annotation_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let mut out = vec![
+        port_list_cel(
+            cat,
+            v,
+            "protocol-port",
+            |i| format!("({i} in ['http', 'https', 'tcp', 'udp'])"),
+            "\"https:443,http:80\"",
+        ),
+        port_list_cel(
+            cat,
+            v,
+            "vgroup-port",
+            |i| format!("({i}.startsWith('vsp-') && size({i}) > 4)"),
+            "\"vsp-bp1xxx:80\"",
+        ),
+    ];
+    for suffix in ["weight", "default-weight"] {
+        let a = cel::catalog_annotation(cat, suffix);
+        out.push(
+            CelCheck::new(
+                format!(
+                    "{} && !({}.matches('^-?[0-9]{{1,10}}$') && int({}) >= 0 && int({}) <= 100)",
+                    a.present, a.value, a.value, a.value
+                ),
+                format!(
+                    "'[annotation-format] ' + {} + ' is \"' + {} + '\"; allowed: an integer from 0 to 100'",
+                    a.key, a.value
+                ),
+            )
+            .same_when(format!("{} + '=' + {}", a.key, a.value)),
+        );
+    }
+    for suffix in INTEGER_KEYS {
+        let a = cel::catalog_annotation(cat, suffix);
+        out.push(
+            CelCheck::new(
+                format!(
+                    "{} && !{}.trim().matches('^-?[0-9]{{1,10}}$')",
+                    a.present, a.value
+                ),
+                format!(
+                    "'[annotation-format] ' + {} + ' is \"' + {} + '\"; the cloud controller cannot parse it as an integer; allowed: an integer'",
+                    a.key, a.value
+                ),
+            )
+            .same_when(format!("{} + '=' + {}", a.key, a.value)),
+        );
+    }
+    let first = |e: &str| format!("{e}.substring(0, {e}.indexOf(':')).trim()");
+    let rest = |e: &str| format!("{e}.substring({e}.indexOf(':') + 1).trim()");
+    out.push(entries_cel(
+        cat,
+        v,
+        "forward-port",
+        |e| {
+            format!(
+                "({e}.indexOf(':') >= 0 && {} && {})",
+                port_cel(&first(e)),
+                port_cel(&rest(e))
+            )
+        },
+        "<httpPort>:<httpsPort>, e.g. \\\"80:443\\\"",
+    ));
+    out.push(entries_cel(
+        cat,
+        v,
+        "listener-port-range",
+        |e| {
+            let range = first(e);
+            let start = format!("{range}.substring(0, {range}.indexOf('-')).trim()");
+            let end = format!("{range}.substring({range}.indexOf('-') + 1).trim()");
+            format!(
+                "({e}.indexOf(':') >= 0 && {range}.indexOf('-') >= 0 && {} && {} && {} && int({start}) < int({end}))",
+                port_cel(&start),
+                port_cel(&end),
+                port_cel(&rest(e))
+            )
+        },
+        "<start>-<end>:<port> with 1 <= start < end <= 65535, e.g. \\\"10000-10010:80\\\"",
+    ));
+    out.push(entries_cel(
+        cat,
+        v,
+        "zone-maps",
+        |e| {
+            format!(
+                "({e}.indexOf(':') >= 0 && {} != '' && {}.startsWith('vsw-'))",
+                first(e),
+                rest(e)
+            )
+        },
+        "<zone>:<vswitch-id>, e.g. \\\"cn-hangzhou-h:vsw-xxx\\\"",
+    ));
+    Ok(out)
 }
 
 /// One finding per legacy key whose current twin differs; on an update, a conflict the live

@@ -61,12 +61,62 @@ fn legacy_prefix_conflict_ratchets_per_key(#[case] new: &[(&str, &str)], #[case]
 #[case::range_too_big("listener-port-range", "1-70000:80", Deny)]
 #[case::zones_ok("zone-maps", "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2", Pass)]
 #[case::zones_bad("zone-maps", "cn-hangzhou-h=vsw-1", Deny)]
+#[case::zones_empty_zone("zone-maps", " :vsw-1", Deny)]
+#[case::zones_spaces("zone-maps", " cn-hangzhou-h : vsw-1 ", Pass)]
+#[case::protocol_port_last_colon("protocol-port", "http:x:80", Deny)]
+#[case::protocol_port_spaces("protocol-port", " http:80 , https:443", Pass)]
+#[case::protocol_port_empty_entry("protocol-port", "http:80,", Deny)]
+#[case::vgroup_too_short("vgroup-port", "vsp-:80", Deny)]
+#[case::weight_negative_zero("weight", "-0", Pass)]
+#[case::weight_space("weight", " 5", Deny)]
+#[case::timeout_spaces("idle-timeout", " 30 ", Pass)]
+#[case::timeout_negative("idle-timeout", "-5", Pass)]
+#[case::timeout_long("idle-timeout", "12345678901", Deny)]
+#[case::forward_spaces("forward-port", " 80 : 443 ", Pass)]
+#[case::forward_three("forward-port", "80:443:1", Deny)]
+#[case::forward_second_bad("forward-port", "80:443,81", Deny)]
+#[case::range_spaces("listener-port-range", " 10000 - 10010 : 80", Pass)]
+#[case::range_equal("listener-port-range", "10000-10000:80", Deny)]
+#[case::range_no_dash("listener-port-range", "10000:80", Deny)]
 fn annotation_format(#[case] key: &str, #[case] value: &str, #[case] want: Expect) {
     let s = lb().port(443, "TCP").pa(Alibaba, key, value);
     let v = expect(&create(s), &cfg(""), "annotation-format", want);
     if want == Deny {
         assert!(v.denial_message().unwrap().contains(key));
     }
+}
+
+/// Updates keep what the live Service already had, finding by finding (and so does the
+/// exported policy, checked on every case).
+#[rstest]
+#[case::same_bad_entry("protocol-port", "ftp:80", "ftp:80", Warn)]
+#[case::adds_bad_entry("protocol-port", "ftp:80", "ftp:80,tcp:x", Deny)]
+#[case::reordered_twice("protocol-port", "http:80,https:80", "https:80,http:80", Warn)]
+#[case::same_bad_forward("forward-port", "80-443", "80-443", Warn)]
+#[case::adds_bad_forward("forward-port", "80-443", "80-443,81", Deny)]
+#[case::same_bad_int("idle-timeout", "30s", "30s", Warn)]
+#[case::other_bad_int("idle-timeout", "30s", "40s", Deny)]
+fn annotation_format_ratchets_per_finding(
+    #[case] key: &str,
+    #[case] old: &str,
+    #[case] new: &str,
+    #[case] want: Expect,
+) {
+    let svc = |v: &str| lb().port(443, "TCP").pa(Alibaba, key, v);
+    expect(
+        &update(svc(old), svc(new)),
+        &cfg(""),
+        "annotation-format",
+        want,
+    );
+}
+
+/// The live Service used the legacy key: its findings name another key, so they are new.
+#[test]
+fn annotation_format_ratchet_needs_the_same_key() {
+    let old = lb().ann(format!("{LEGACY}forward-port"), "80-443");
+    let new = lb().pa(Alibaba, "forward-port", "80-443");
+    expect(&update(old, new), &cfg(""), "annotation-format", Deny);
 }
 
 #[test]
