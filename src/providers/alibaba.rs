@@ -356,9 +356,8 @@ fn port_list_cel(
                 cel::on(&a.key, "oldObject"),
                 cel::on(&a.key, "object")
             );
-            let had = format!("{}.exists(o, o.trim() == e.trim())", entries("oldObject"));
-            let ports =
-                |s: &str| format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])");
+            let had = cel::had_entry(&entries("oldObject"));
+            let ports = cel::service_ports;
             (
                 format!("({old} && {had})"),
                 format!(

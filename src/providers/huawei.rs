@@ -815,9 +815,8 @@ fn protocol_port_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
                 "({r} && {})",
                 cel::on(&cel::has_annotation(&key), "oldObject")
             );
-            let had = format!("{}.exists(o, o.trim() == e.trim())", entries("oldObject"));
-            let ports =
-                |s: &str| format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])");
+            let had = cel::had_entry(&entries("oldObject"));
+            let ports = cel::service_ports;
             (
                 format!("({old} && {had})"),
                 format!(

@@ -80,6 +80,18 @@ pub fn catalog_annotation(cat: &Catalog, suffix: &str) -> Annotation {
 /// `$s` is a LoadBalancer Service.
 pub const IS_LB: &str = "(has($s.spec) && has($s.spec.type) && $s.spec.type == 'LoadBalancer')";
 
+/// The port numbers of `s`'s `spec.ports`, in order (a finding that lists them is the same
+/// on two objects when these are).
+pub fn service_ports(s: &str) -> String {
+    format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])")
+}
+
+/// Inside `entries.exists(e, ...)`: the live object's list `old_entries` has entry `e` too
+/// (both trimmed).
+pub fn had_entry(old_entries: &str) -> String {
+    format!("{old_entries}.exists(o, o.trim() == e.trim())")
+}
+
 /// Puts `object` or `oldObject` in place of `$s`.
 pub fn on(expr: &str, var: &str) -> String {
     expr.replace("$s", var)
