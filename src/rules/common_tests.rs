@@ -187,6 +187,18 @@ fn finalizer_protected_configured_for_any_provider(
     }
 }
 
+/// A Service that stopped being a LoadBalancer keeps the CCM's finalizer until the CCM has
+/// cleaned up: removing it by hand is still denied (the exported policy, which has no
+/// LoadBalancer match condition for this rule, agrees).
+#[test]
+fn finalizer_protected_after_the_type_changed() {
+    let old = lb()
+        .type_("ClusterIP")
+        .finalizer("service.k8s.alibaba/resources");
+    let new = lb().type_("ClusterIP");
+    expect(&update(old, new), &cfg(CCM), "finalizer-protected", Deny);
+}
+
 #[test]
 fn finalizer_kept_passes() {
     let old = lb().finalizer("service.k8s.alibaba/resources");
