@@ -357,6 +357,16 @@ fn deletion_protection(
     }
 }
 
+/// The mark protects any Service, LoadBalancer or not (so does the exported policy, which
+/// has no LoadBalancer match condition for this rule).
+#[test]
+fn deletion_protection_is_not_only_for_load_balancers() {
+    let s = lb()
+        .type_("ClusterIP")
+        .ann("lbguard.io/deletion-protection", "true");
+    expect(&delete(s), &cfg(NONE), "deletion-protection", Deny);
+}
+
 #[test]
 fn deletion_protection_by_label() {
     let config = cfg("deletionProtection:\n  label: protect\n");

@@ -81,10 +81,13 @@ pub fn failures(
         ctx.add_variable(name, cel::to_value(v).expect("JSON converts"));
     }
     let mut out = Vec::new();
-    if config.exemptions.namespaces.contains(&input.namespace) {
-        return out;
-    }
+    // A policy that does not apply says nothing: that is compared with the engine too.
+    let exempt = config.exemptions.namespaces.contains(&input.namespace);
     for e in &export.exported {
+        if exempt {
+            out.push((e.rule.id, e.action, Vec::new()));
+            continue;
+        }
         let spec = e.policy.spec.as_ref().unwrap();
         let ops = spec
             .match_constraints
@@ -97,6 +100,7 @@ pub fn failures(
             .clone()
             .unwrap_or_default();
         if !ops.iter().any(|o| o == input.operation.as_str()) {
+            out.push((e.rule.id, e.action, Vec::new()));
             continue;
         }
         let matched = spec
@@ -105,6 +109,7 @@ pub fn failures(
             .flatten()
             .all(|c| run(&c.expression, &ctx) == Value::Bool(true));
         if !matched {
+            out.push((e.rule.id, e.action, Vec::new()));
             continue;
         }
         let mut failed = Vec::new();

@@ -204,9 +204,10 @@ fn export_rule(
         ..Default::default()
     };
     let ex = &config.exemptions;
-    // Rules that run on any update (finalizers) see every Service, as in the engine.
+    // Rules that run on any update (finalizers) or delete (deletion protection) see every
+    // Service, as in the engine.
     let mut conditions = Vec::new();
-    if rule.gate != Gate::Update {
+    if !matches!(rule.gate, Gate::Update | Gate::Delete) {
         conditions.push(MatchCondition {
             name: "is-or-was-load-balancer".into(),
             expression: IS_OR_WAS_LB.into(),
