@@ -348,35 +348,28 @@ fn port_list_cel(
     );
     let missing = format!("({} && !{})", port_ok("e"), in_spec("object", "e"));
     let twice = format!("({} && {})", counted("object", "e"), dup("object", "e"));
-    let (kept_bad, kept_missing, kept_dup) = match &v.ratchet {
-        Some(r) => {
-            let old = format!(
-                "({r} && {} && {} == {})",
-                cel::on(&a.present, "oldObject"),
-                cel::on(&a.key, "oldObject"),
-                cel::on(&a.key, "object")
-            );
-            let had = cel::had_entry(&entries("oldObject"));
-            let ports = cel::service_ports;
-            (
-                format!("({old} && {had})"),
-                format!(
-                    "({old} && {had} && {} == {})",
-                    ports("oldObject"),
-                    ports("object")
-                ),
-                format!(
-                    "({old} && {}.exists(o, {} && int({}) == int({}) && {}))",
-                    entries("oldObject"),
-                    counted("oldObject", "o"),
-                    port_s("o"),
-                    port_s("e"),
-                    dup("oldObject", "o")
-                ),
-            )
-        }
-        None => ("false".into(), "false".into(), "false".into()),
-    };
+    // Findings name the key: only the same key (current or legacy prefix) keeps them.
+    let old = v.ratchet.as_ref().map(|r| {
+        format!(
+            "({r} && {} && {} == {})",
+            cel::on(&a.present, "oldObject"),
+            cel::on(&a.key, "oldObject"),
+            cel::on(&a.key, "object")
+        )
+    });
+    let kept = cel::ListKept::new(
+        old,
+        &entries("oldObject"),
+        format!(
+            "{}.exists(o, {} && int({}) == int({}) && {})",
+            entries("oldObject"),
+            counted("oldObject", "o"),
+            port_s("o"),
+            port_s("e"),
+            dup("oldObject", "o")
+        ),
+    );
+    let (kept_bad, kept_missing, kept_dup) = (kept.entry, kept.ports, kept.dup);
     let now = |x: &str| cel::on(x, "object");
     CelCheck::new(
         format!(

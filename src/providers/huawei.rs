@@ -809,43 +809,32 @@ fn protocol_port_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         spec_protocols("object", "e")
     );
     let twice = format!("({} && {})", port_ok("e"), dup("object", "e"));
-    let (kept_entry, kept_ports, kept_protocols, kept_dup) = match &v.ratchet {
-        Some(r) => {
-            let old = format!(
-                "({r} && {})",
-                cel::on(&cel::has_annotation(&key), "oldObject")
-            );
-            let had = cel::had_entry(&entries("oldObject"));
-            let ports = cel::service_ports;
-            (
-                format!("({old} && {had})"),
-                format!(
-                    "({old} && {had} && {} == {})",
-                    ports("oldObject"),
-                    ports("object")
-                ),
-                format!(
-                    "({old} && {had} && {} == {})",
-                    spec_protocols("oldObject", "e"),
-                    spec_protocols("object", "e")
-                ),
-                format!(
-                    "({old} && {}.exists(o, {} && {} == {} && {}))",
-                    entries("oldObject"),
-                    port_ok("o"),
-                    port("o"),
-                    port("e"),
-                    dup("oldObject", "o")
-                ),
-            )
-        }
-        None => (
-            "false".into(),
-            "false".into(),
-            "false".into(),
-            "false".into(),
+    let old = v.ratchet.as_ref().map(|r| {
+        format!(
+            "({r} && {})",
+            cel::on(&cel::has_annotation(&key), "oldObject")
+        )
+    });
+    let kept = cel::ListKept::new(
+        old,
+        &entries("oldObject"),
+        format!(
+            "{}.exists(o, {} && {} == {} && {})",
+            entries("oldObject"),
+            port_ok("o"),
+            port("o"),
+            port("e"),
+            dup("oldObject", "o")
         ),
-    };
+    );
+    // A wrong-protocol finding names the Service port's protocols: kept while they are equal.
+    let kept_protocols = format!(
+        "({} && {} == {})",
+        kept.entry,
+        spec_protocols("oldObject", "e"),
+        spec_protocols("object", "e")
+    );
+    let (kept_entry, kept_ports, kept_dup) = (kept.entry, kept.ports, kept.dup);
     let violates = format!(
         "{} && {}.exists(e, (({bad_form} || {bad_proto} || {bad_port}) && !{kept_entry}) || ({not_in_spec} && !{kept_ports}) || ({wrong_protocol} && !{kept_protocols}) || ({twice} && !{kept_dup}))",
         cel::on(&cel::has_annotation(&key), "object"),

@@ -313,34 +313,26 @@ fn server_group_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
             port(e)
         )
     };
-    let (kept_bad, kept_missing, kept_dup) = match &v.ratchet {
-        Some(r) => {
-            let old = format!(
-                "({r} && {})",
-                cel::on(&cel::has_annotation(&key), "oldObject")
-            );
-            let had = cel::had_entry(&entries("oldObject"));
-            let ports = cel::service_ports;
-            (
-                format!("({old} && {had})"),
-                format!(
-                    "({old} && {had} && {} == {})",
-                    ports("oldObject"),
-                    ports("object")
-                ),
-                format!(
-                    "({old} && {}.exists(o, {} && {} && {} == {} && {}))",
-                    entries("oldObject"),
-                    ok("o"),
-                    in_spec("oldObject", "o"),
-                    port("o"),
-                    port("e"),
-                    dup("oldObject", "o")
-                ),
-            )
-        }
-        None => ("false".into(), "false".into(), "false".into()),
-    };
+    let old = v.ratchet.as_ref().map(|r| {
+        format!(
+            "({r} && {})",
+            cel::on(&cel::has_annotation(&key), "oldObject")
+        )
+    });
+    let kept = cel::ListKept::new(
+        old,
+        &entries("oldObject"),
+        format!(
+            "{}.exists(o, {} && {} && {} == {} && {})",
+            entries("oldObject"),
+            ok("o"),
+            in_spec("oldObject", "o"),
+            port("o"),
+            port("e"),
+            dup("oldObject", "o")
+        ),
+    );
+    let (kept_bad, kept_missing, kept_dup) = (kept.entry, kept.ports, kept.dup);
     let violates = format!(
         "{} && {}.exists(e, (!{} && !{kept_bad}) || ({} && !{} && !{kept_missing}) || ({} && {} && {} && !{kept_dup}))",
         cel::on(&cel::has_annotation(&key), "object"),

@@ -86,10 +86,39 @@ pub fn service_ports(s: &str) -> String {
     format!("(has({s}.spec.ports) ? {s}.spec.ports.map(p, p.port) : [])")
 }
 
-/// Inside `entries.exists(e, ...)`: the live object's list `old_entries` has entry `e` too
-/// (both trimmed).
-pub fn had_entry(old_entries: &str) -> String {
-    format!("{old_entries}.exists(o, o.trim() == e.trim())")
+/// When a finding of a `<value>:<port>` list check is one the live object already had, so the
+/// engine's update ratchet keeps it; each is CEL inside `entries.exists(e, ...)`.
+pub struct ListKept {
+    /// The live object has entry `e` too (a finding about the entry alone).
+    pub entry: String,
+    /// ... and the same Service ports (a finding that names them).
+    pub ports: String,
+    /// A finding about `e`'s port being listed twice.
+    pub dup: String,
+}
+
+impl ListKept {
+    /// `old`: the ratchet applies and the live object has the annotation (`None`: no
+    /// ratchet, nothing is kept). `old_dup`: the live object lists `e`'s port twice too.
+    pub fn new(old: Option<String>, old_entries: &str, old_dup: String) -> Self {
+        let Some(old) = old else {
+            return Self {
+                entry: "false".into(),
+                ports: "false".into(),
+                dup: "false".into(),
+            };
+        };
+        let had = format!("{old_entries}.exists(o, o.trim() == e.trim())");
+        Self {
+            entry: format!("({old} && {had})"),
+            ports: format!(
+                "({old} && {had} && {} == {})",
+                service_ports("oldObject"),
+                service_ports("object")
+            ),
+            dup: format!("({old} && {old_dup})"),
+        }
+    }
 }
 
 /// Puts `object` or `oldObject` in place of `$s`.
