@@ -15,7 +15,7 @@ use serde_json::Value;
 
 use super::positions::{self, Doc, Seg};
 use crate::cluster::ClusterState;
-use crate::config::{Config, ProviderChoice};
+use crate::config::Config;
 use crate::engine::{
     EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Versions, evaluate, mutate,
 };
@@ -35,19 +35,8 @@ pub enum Output {
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
-    /// lbguard config file (YAML).
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// ctyun, alibaba, huawei, volcengine or auto (overrides the config).
-    #[arg(long)]
-    pub provider: Option<ProviderChoice>,
-    /// The cluster's Kubernetes version, e.g. v1.31.4 or v1.29.15-r90 (overrides the config).
-    #[arg(long)]
-    pub cluster_version: Option<String>,
-    /// The cloud controller's version, e.g. v2.10.0 (overrides the config; `auto` needs a
-    /// cluster, so offline it means unknown).
-    #[arg(long)]
-    pub ccm_version: Option<String>,
+    #[command(flatten)]
+    pub settings: super::ConfigArgs,
     /// Live objects: a Service here with the same namespace/name is checked as an UPDATE.
     #[arg(long = "old", value_name = "FILE")]
     pub old: Vec<PathBuf>,
@@ -376,12 +365,7 @@ pub fn check_one(
 }
 
 fn build_config(args: &CheckArgs) -> Result<Config, String> {
-    let mut config = super::command_config(
-        args.config.as_deref(),
-        args.provider,
-        args.cluster_version.as_deref(),
-        args.ccm_version.as_deref(),
-    )?;
+    let mut config = args.settings.config()?;
     // The inventory path is checked when it is loaded.
     if let Some(i) = &args.inventory {
         config.inventory.path = Some(i.display().to_string());

@@ -1,29 +1,18 @@
 //! `lbguard export-vap`: the stateless rules as ValidatingAdmissionPolicies and bindings.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, ValueEnum};
 
-use crate::config::{Config, ProviderChoice};
+use crate::config::Config;
 use crate::engine::Versions;
 use crate::vap::{Export, export, objects};
 
 #[derive(Debug, Args)]
 pub struct ExportArgs {
-    /// lbguard config file (YAML): rule actions, exemptions, versions and providers are
-    /// written into the policies.
-    #[arg(long)]
-    pub config: Option<PathBuf>,
-    /// ctyun, alibaba, huawei, volcengine or auto (overrides the config).
-    #[arg(long)]
-    pub provider: Option<ProviderChoice>,
-    /// The cluster's Kubernetes version (overrides the config); version rules need it.
-    #[arg(long)]
-    pub cluster_version: Option<String>,
-    /// The cloud controller's version (overrides the config).
-    #[arg(long)]
-    pub ccm_version: Option<String>,
+    /// The config, versions and providers are written into the policies.
+    #[command(flatten)]
+    pub settings: super::ConfigArgs,
     /// Only these rule ids (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub rules: Vec<String>,
@@ -44,12 +33,7 @@ pub enum Format {
 }
 
 fn config(args: &ExportArgs) -> Result<Config, String> {
-    let config = super::command_config(
-        args.config.as_deref(),
-        args.provider,
-        args.cluster_version.as_deref(),
-        args.ccm_version.as_deref(),
-    )?;
+    let config = args.settings.config()?;
     for id in &args.rules {
         if crate::rules::find(id).is_none() {
             return Err(format!(
