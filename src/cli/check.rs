@@ -495,7 +495,13 @@ fn print_json(results: &[Checked], summary: &Summary) {
                 })
                 .collect(),
             defaults: serde_json::to_value(&c.patch).unwrap_or(Value::Array(vec![])),
-            warnings: c.verdict.notes.clone(),
+            // What `kubectl apply` prints: the mutating webhook's lines, then the validating's.
+            warnings: c
+                .applied
+                .iter()
+                .map(|d| d.warning())
+                .chain(c.verdict.notes.iter().cloned())
+                .collect(),
             file: &c.origin,
         })
         .collect();

@@ -75,7 +75,7 @@ pub fn render(e: &Export, format: Format) -> Result<String, String> {
         }
         Format::Yaml => {
             let mut out = String::from(
-                "# lbguard export-vap: one ValidatingAdmissionPolicy and binding per rule.\n",
+                "# lbguard export-vap: one ValidatingAdmissionPolicy and binding per rule (a deny rule that also warns adds one named -advice, bound with Warn).\n",
             );
             for o in &objs {
                 out.push_str("---\n");

@@ -22,6 +22,16 @@ pub struct AppliedDefault {
     pub reason: String,
 }
 
+impl AppliedDefault {
+    /// The admission warning the mutating webhook sends for it.
+    pub fn warning(&self) -> String {
+        format!(
+            "lbguard set {}: \"{}\" ({})",
+            self.field, self.value, self.reason
+        )
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct Mutation {
     pub desired: Service,
@@ -35,10 +45,7 @@ impl Mutation {
 
     /// One line per default, as admission warnings.
     pub fn warnings(&self) -> Vec<String> {
-        self.applied
-            .iter()
-            .map(|d| format!("lbguard set {}: \"{}\" ({})", d.field, d.value, d.reason))
-            .collect()
+        self.applied.iter().map(AppliedDefault::warning).collect()
     }
 }
 

@@ -366,7 +366,14 @@ fn weight_range_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
                 a.key, a.value
             ),
         )
-        .same_when(a.value),
+        .same_when(a.value.clone()),
+        CelCheck::advice(
+            format!("{} && {}.matches('^0{{1,3}}$')", a.present, a.value),
+            format!(
+                "'[weight-range] ' + {} + ' is \"0\": the backends get no new requests; set 1-100 to send traffic'",
+                a.key
+            ),
+        ),
     ])
 }
 

@@ -238,6 +238,12 @@ pub struct Running {
     pub done: tokio::task::JoinHandle<()>,
 }
 
+/// Watch retry delays. The cap is short so that a restarted API server is seen again within
+/// seconds (a Service created right after the restart must not wait 30 s for the cache); a
+/// watch is one cheap request per kind and replica, so retrying every 2 s costs little.
+pub const WATCH_RETRY_MIN: Duration = Duration::from_millis(250);
+pub const WATCH_RETRY_MAX: Duration = Duration::from_secs(2);
+
 /// How often `ccm.version: auto` re-reads the controller's image (upgrades are rare).
 pub const CCM_REFRESH: Duration = Duration::from_secs(600);
 
@@ -372,7 +378,7 @@ pub async fn start(
             client.clone(),
             Arc::clone(&app.cluster),
             Kinds::for_config(&app.config),
-            Retry::new(Duration::from_millis(500), Duration::from_secs(30)),
+            Retry::new(WATCH_RETRY_MIN, WATCH_RETRY_MAX),
             Arc::new(move |kind| {
                 m.watch_errors
                     .get_or_create(&metrics::KindLabels { kind })

@@ -83,12 +83,19 @@ pub fn failures(
     let mut out = Vec::new();
     // A policy that does not apply says nothing: that is compared with the engine too.
     let exempt = config.exemptions.namespaces.contains(&input.namespace);
-    for e in &export.exported {
+    let policies = export.exported.iter().flat_map(|e| {
+        std::iter::once((e.rule.id, e.action, &e.policy)).chain(
+            e.advice
+                .iter()
+                .map(move |(p, _)| (e.rule.id, Action::Warn, p)),
+        )
+    });
+    for (rule, action, policy) in policies {
         if exempt {
-            out.push((e.rule.id, e.action, Vec::new()));
+            out.push((rule, action, Vec::new()));
             continue;
         }
-        let spec = e.policy.spec.as_ref().unwrap();
+        let spec = policy.spec.as_ref().unwrap();
         let ops = spec
             .match_constraints
             .as_ref()
@@ -100,7 +107,7 @@ pub fn failures(
             .clone()
             .unwrap_or_default();
         if !ops.iter().any(|o| o == input.operation.as_str()) {
-            out.push((e.rule.id, e.action, Vec::new()));
+            out.push((rule, action, Vec::new()));
             continue;
         }
         let matched = spec
@@ -109,7 +116,7 @@ pub fn failures(
             .flatten()
             .all(|c| run(&c.expression, &ctx) == Value::Bool(true));
         if !matched {
-            out.push((e.rule.id, e.action, Vec::new()));
+            out.push((rule, action, Vec::new()));
             continue;
         }
         let mut failed = Vec::new();
@@ -126,7 +133,7 @@ pub fn failures(
                 other => panic!("validation gives {other:?}: {}", v.expression),
             }
         }
-        out.push((e.rule.id, e.action, failed));
+        out.push((rule, action, failed));
     }
     out
 }
@@ -150,9 +157,11 @@ fn cached_export(config: &Config, versions: &Versions) -> Arc<Export> {
     })
 }
 
-/// Asserts that the exported policies and the engine agree on `input`: a policy fails
-/// exactly when the engine reports a finding of its rule at the rule's action (advisory
-/// "cannot tell" warnings and findings the update ratchet keeps are the webhook's alone).
+/// Asserts that the exported policies and the engine agree on `input`, denials and warnings:
+/// a policy fails exactly when the engine reports a finding of its rule at the policy's action
+/// (a deny rule's advisory warnings through its advice policy). "Cannot tell" warnings (a
+/// policy is only exported when the fact is known) and findings the update ratchet keeps
+/// are the webhook's alone.
 pub fn assert_equivalent(
     input: &Input,
     config: &Config,
@@ -160,8 +169,8 @@ pub fn assert_equivalent(
     verdict: &crate::engine::Verdict,
 ) {
     let export = cached_export(config, versions);
-    for (rule, action, failed) in failures(&export, input, config) {
-        let engine: Vec<&str> = verdict
+    let engine_says = |rule: &str, action: Action| -> Vec<&str> {
+        verdict
             .violations
             .iter()
             .filter(|v| v.rule == rule && v.action == action)
@@ -174,7 +183,22 @@ pub fn assert_equivalent(
                     && !v.message.contains("set ccm.users or ccm.groups")
             })
             .map(|v| v.message.as_str())
-            .collect();
+            .collect()
+    };
+    // A deny rule's warnings come from its advice policy; without one it must have none.
+    for e in &export.exported {
+        if e.action == Action::Deny && e.advice.is_none() {
+            let warned = engine_says(e.rule.id, Action::Warn);
+            assert!(
+                warned.is_empty(),
+                "rule {}: the webhook warns {warned:?}, no exported policy does\ninput: {}",
+                e.rule.id,
+                serde_json::to_string(&input.object).unwrap_or_default()
+            );
+        }
+    }
+    for (rule, action, failed) in failures(&export, input, config) {
+        let engine = engine_says(rule, action);
         assert_eq!(
             failed.is_empty(),
             engine.is_empty(),

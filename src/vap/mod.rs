@@ -36,6 +36,10 @@ pub struct Exported {
     pub action: Action,
     pub policy: ValidatingAdmissionPolicy,
     pub binding: ValidatingAdmissionPolicyBinding,
+    /// A deny rule's advisory checks (the engine's warnings whatever the action, e.g. weight
+    /// 0), as a second policy `lbguard-<id>-advice` bound with Warn: one binding has one
+    /// action.
+    pub advice: Option<(ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding)>,
 }
 
 /// What `export` produced: the policies, and every other rule with the reason it is not one.
@@ -132,6 +136,7 @@ fn export_rule(
     };
     let fixed = matches!(config.provider, ProviderChoice::Fixed(_));
     let mut validations = Vec::new();
+    let mut advice = Vec::new();
     let targets: Vec<Option<&'static Catalog>> = match rule.check {
         Check::Generic(_) => vec![None],
         Check::PerProvider(_) => providers(config, rule)
@@ -165,6 +170,18 @@ fn export_rule(
         .map_err(String::from)?;
         for c in checks {
             let violates_now = on(&c.violates, "object");
+            if c.advisory {
+                advice.push(Validation {
+                    expression: format!(
+                        "!({} && {applies_new} && ({violates_now}))",
+                        gate(rule.gate)
+                    ),
+                    message_expression: Some(on(&c.message, "object")),
+                    reason: Some("Forbidden".into()),
+                    ..Default::default()
+                });
+                continue;
+            }
             // The engine lets an update keep a denial the live LoadBalancer already had.
             let ratchet = match (&c.witness, action, rule.gate) {
                 (Some(w), Action::Deny, Gate::Admit) => format!(
@@ -182,15 +199,52 @@ fn export_rule(
                     gate(rule.gate)
                 ),
                 message_expression: Some(on(&c.message, "object")),
-                reason: Some("Invalid".into()),
+                // 403, as the webhook's denials.
+                reason: Some("Forbidden".into()),
                 ..Default::default()
             });
         }
     }
+    // Under a warn action the advice is one more warning of the same policy.
+    if action != Action::Deny {
+        validations.append(&mut advice);
+    }
     if validations.is_empty() {
         return Err("nothing to check with this config (for example: the version is new enough, or the setting it guards is off)".into());
     }
-    let name = format!("lbguard-{}", rule.id);
+    let (policy, binding) = policy_and_binding(
+        rule,
+        config,
+        format!("lbguard-{}", rule.id),
+        validations,
+        action,
+    );
+    let advice = (!advice.is_empty()).then(|| {
+        policy_and_binding(
+            rule,
+            config,
+            format!("lbguard-{}-advice", rule.id),
+            advice,
+            Action::Warn,
+        )
+    });
+    Ok(Exported {
+        rule,
+        action,
+        policy,
+        binding,
+        advice,
+    })
+}
+
+/// One rule's policy (its match conditions as the engine gates it) and its binding.
+fn policy_and_binding(
+    rule: &'static Rule,
+    config: &Config,
+    name: String,
+    validations: Vec<Validation>,
+    action: Action,
+) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
     let labels = BTreeMap::from([
         (
             "app.kubernetes.io/managed-by".to_string(),
@@ -268,12 +322,7 @@ fn export_rule(
             ..Default::default()
         }),
     };
-    Ok(Exported {
-        rule,
-        action,
-        policy,
-        binding,
-    })
+    (policy, binding)
 }
 
 /// The policies and bindings as Kubernetes objects (JSON values with apiVersion and kind).
@@ -282,6 +331,10 @@ pub fn objects(export: &Export) -> Vec<serde_json::Value> {
     for e in &export.exported {
         out.push(with_kind(&e.policy, "ValidatingAdmissionPolicy"));
         out.push(with_kind(&e.binding, "ValidatingAdmissionPolicyBinding"));
+        if let Some((policy, binding)) = &e.advice {
+            out.push(with_kind(policy, "ValidatingAdmissionPolicy"));
+            out.push(with_kind(binding, "ValidatingAdmissionPolicyBinding"));
+        }
     }
     out
 }

@@ -149,6 +149,8 @@ pub struct CelCheck {
     pub witness: Option<String>,
     /// The message, a CEL string expression starting with the rule id.
     pub message: String,
+    /// A warning whatever the rule's action (the engine's advisory findings, e.g. weight 0).
+    pub advisory: bool,
 }
 
 impl CelCheck {
@@ -157,6 +159,15 @@ impl CelCheck {
             violates: violates.into(),
             witness: None,
             message: message.into(),
+            advisory: false,
+        }
+    }
+
+    /// A check whose finding only warns, as `Findings::advise` does in the engine.
+    pub fn advice(violates: impl Into<String>, message: impl Into<String>) -> Self {
+        Self {
+            advisory: true,
+            ..Self::new(violates, message)
         }
     }
 
