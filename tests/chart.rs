@@ -715,8 +715,19 @@ fn vap_policies_render_and_the_webhook_skips_exported_rules() {
     );
     let vaps = r.kind("ValidatingAdmissionPolicy");
     let bindings = r.kind("ValidatingAdmissionPolicyBinding");
-    assert_eq!(vaps.len(), ids.len());
-    assert_eq!(bindings.len(), ids.len());
+    // One policy per rule, and one more for a deny rule that also warns (weight-range).
+    let mut rules: Vec<&str> = vaps
+        .iter()
+        .map(|p| p["metadata"]["labels"]["lbguard.io/rule"].as_str().unwrap())
+        .collect();
+    assert!(
+        vaps.iter()
+            .any(|p| p["metadata"]["name"] == "lbguard-weight-range-advice")
+    );
+    rules.sort();
+    rules.dedup();
+    assert_eq!(rules.len(), ids.len());
+    assert_eq!(bindings.len(), vaps.len());
     let config_text = r.kind("ConfigMap")[0]["data"]["config.yaml"]
         .as_str()
         .unwrap()

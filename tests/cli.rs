@@ -646,7 +646,22 @@ fn export_vap_list_ids_json_and_bad_input() {
     );
     let doc = json(&out);
     assert_eq!(doc["kind"], "List");
-    assert_eq!(doc["items"].as_array().unwrap().len(), 2);
+    // The rule's policy and binding, and its advice pair (weight 0 warns).
+    let names: Vec<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "lbguard-weight-range",
+            "lbguard-weight-range",
+            "lbguard-weight-range-advice",
+            "lbguard-weight-range-advice"
+        ]
+    );
     let out = lbguard(&["export-vap", "--rules", "no-such-rule"], None);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no-such-rule"));

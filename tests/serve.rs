@@ -268,3 +268,42 @@ async fn sigterm_under_load_turns_unready_first_and_loses_no_request() {
         "draining answers close their connections: {total:?}"
     );
 }
+
+/// Text logs to a pipe or file carry no ANSI colour codes (they are for a terminal).
+#[test]
+fn text_logs_to_a_pipe_have_no_colour_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let metrics = free_port();
+    let (mut child, _port) = lbguard(
+        dir.path(),
+        &[
+            "--metrics-addr",
+            &format!("127.0.0.1:{metrics}"),
+            "--log-format",
+            "text",
+        ],
+        Stdio::piped,
+    );
+    let stderr = child.stderr.take().unwrap();
+    let mut lines = BufReader::new(stderr).lines();
+    let mut seen = Vec::new();
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        let serving = line.contains("lbguard serving");
+        seen.push(line);
+        if serving {
+            break;
+        }
+    }
+    let _ = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    let text = seen.join("\n");
+    assert!(text.contains("lbguard serving"), "{text}");
+    assert!(text.contains("INFO"), "{text}");
+    assert!(
+        !text.contains('\u{1b}'),
+        "colour codes in piped logs: {text:?}"
+    );
+}

@@ -507,9 +507,12 @@ fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuar
         .finish(std::io::stderr());
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    // Colour only for a person at a terminal: log files and collectors get plain text.
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_target(false)
+        .with_ansi(ansi)
         .with_writer(writer);
     let _ = match format {
         LogFormat::Json => builder.json().flatten_event(true).try_init(),

@@ -101,10 +101,15 @@ pub struct Install {
 }
 
 impl Install {
-    pub async fn start(plane: &ControlPlane) -> Self {
+    /// The e2e install, or (`defaults`) the chart's defaults but for the certificate.
+    pub async fn start(plane: &ControlPlane, defaults: bool) -> Self {
         let dir = plane.dir.clone();
         let admin = plane.client(0).await;
-        let objects = render(&values(&plane.pki.ca_pem));
+        let mut values = values(&plane.pki.ca_pem);
+        if defaults {
+            values = json!({"certificates": values["certificates"]});
+        }
+        let objects = render(&values);
         plane::namespace(&admin, NS).await;
         for kind in [
             "ServiceAccount",
@@ -121,17 +126,24 @@ impl Install {
 
         // The chart's config and inventory, with the mounted paths made local.
         let maps = of_kind(&objects, "ConfigMap");
-        let data = |suffix: &str, key: &str| -> String {
+        let data = |suffix: &str, key: &str| -> Option<String> {
             maps.iter()
                 .find(|m| m["metadata"]["name"].as_str().unwrap().ends_with(suffix))
                 .and_then(|m| m["data"][key].as_str())
-                .unwrap_or_else(|| panic!("the chart renders no {suffix} ConfigMap"))
-                .to_string()
+                .map(String::from)
         };
+        let config = data("-config", "config.yaml").expect("the chart renders its config");
+        let mut config: Value = lbguard::yaml::from_str(&config).unwrap();
         let inventory = dir.join("inventory.yaml");
-        std::fs::write(&inventory, data("-inventory", "inventory.yaml")).unwrap();
-        let mut config: Value = lbguard::yaml::from_str(&data("-config", "config.yaml")).unwrap();
-        config["inventory"]["path"] = inventory.display().to_string().into();
+        let listed = data("-inventory", "inventory.yaml");
+        std::fs::write(
+            &inventory,
+            listed.as_deref().unwrap_or("loadBalancers: []\n"),
+        )
+        .unwrap();
+        if listed.is_some() {
+            config["inventory"]["path"] = inventory.display().to_string().into();
+        }
         let config_path = dir.join("config.yaml");
         std::fs::write(&config_path, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
 

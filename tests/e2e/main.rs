@@ -3,6 +3,9 @@
 //! `KUBEBUILDER_ASSETS` (the envtest convention: `setup-envtest use 1.36`, or the project's
 //! `.ci/run`); the policy report CRDs from `LBGUARD_E2E_CRDS`.
 //!
+//! `cargo test --release --test e2e -- --bench` runs the latency benchmark instead
+//! (`scripts/bench-e2e`).
+//!
 //! `cargo test --test e2e [-- NAME...]` runs every case (or those whose names contain a
 //! NAME) one after another against one control plane. Without the binaries the suite says so
 //! and passes, except under `CI=true`, where a missing control plane fails the run.
@@ -12,6 +15,7 @@ mod common;
 mod install;
 mod plane;
 
+mod bench;
 mod claims;
 mod examples;
 mod metrics;
@@ -112,6 +116,7 @@ fn assets() -> Result<PathBuf, String> {
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    let bench = std::env::args().any(|a| a == "--bench");
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -133,10 +138,10 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(run(assets, filters))
+    runtime.block_on(run(assets, filters, bench))
 }
 
-async fn run(assets: PathBuf, filters: Vec<String>) -> ExitCode {
+async fn run(assets: PathBuf, filters: Vec<String>, bench: bool) -> ExitCode {
     let dir = tempfile::Builder::new()
         .prefix("lbguard-e2e-")
         .tempdir()
@@ -145,7 +150,7 @@ async fn run(assets: PathBuf, filters: Vec<String>) -> ExitCode {
     let setup = AssertUnwindSafe(async {
         let plane = ControlPlane::start(&assets, dir.path(), 2).await;
         let admin = vec![plane.client(0).await, plane.client(1).await];
-        let lbguard = Install::start(&plane).await;
+        let lbguard = Install::start(&plane, bench).await;
         Env {
             plane,
             lbguard,
@@ -178,6 +183,21 @@ async fn run(assets: PathBuf, filters: Vec<String>) -> ExitCode {
         "e2e: control plane (2 kube-apiservers, etcd) and 2 lbguard replicas up in {:.1}s",
         started.elapsed().as_secs_f64()
     );
+    if bench {
+        let ok = AssertUnwindSafe(bench::run(&mut env))
+            .catch_unwind()
+            .await
+            .is_ok();
+        if !ok {
+            eprintln!("{}", env.logs());
+        }
+        drop(env);
+        return if ok {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::FAILURE
+        };
+    }
     let (mut passed, mut failed, mut skipped) = (0, Vec::new(), 0);
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     for (name, case) in cases() {
