@@ -153,7 +153,7 @@ fn lint_is_clean_for_every_certificate_mode() {
 
 #[test]
 fn default_install_wires_both_webhooks_to_the_service() {
-    let r = render(json!({"provider": "alibaba"}));
+    let r = render(json!({"provider": "alibaba", "webhook": {"mutate": "always"}}));
     let vwc: ValidatingWebhookConfiguration = r.one("ValidatingWebhookConfiguration");
     let mwc: MutatingWebhookConfiguration = r.one("MutatingWebhookConfiguration");
     let svc: Service = r.one("Service");
@@ -218,7 +218,7 @@ fn default_install_wires_both_webhooks_to_the_service() {
 
 #[test]
 fn generated_certificate_secret_and_ca_bundle_agree() {
-    let r = render(json!({}));
+    let r = render(json!({"webhook": {"mutate": "always"}}));
     let secret: Secret = r.one("Secret");
     let data = secret.data.unwrap();
     let (crt, key, ca) = (&data["tls.crt"].0, &data["tls.key"].0, &data["ca.crt"].0);
@@ -287,7 +287,8 @@ fn generated_mode_reuses_the_secret_through_lookup() {
 
 #[test]
 fn cert_manager_mode_uses_a_certificate_and_ca_injection() {
-    let r = render(json!({"certificates": {"mode": "certManager"}}));
+    let r =
+        render(json!({"certificates": {"mode": "certManager"}, "webhook": {"mutate": "always"}}));
     assert!(r.kind("Secret").is_empty());
     assert_eq!(r.kind("Issuer").len(), 1);
     let cert = r.kind("Certificate")[0];
@@ -340,10 +341,44 @@ fn existing_secret_mode_uses_the_given_secret_and_ca() {
     );
 }
 
+/// The mutating webhook is registered only when a default can apply (webhook.mutate auto),
+/// always, or never.
+#[test]
+fn mutating_webhook_only_when_a_default_can_apply() {
+    let has = |values: Value| {
+        !render(values)
+            .kind("MutatingWebhookConfiguration")
+            .is_empty()
+    };
+    assert!(!has(json!({})), "the chart's defaults set nothing");
+    assert!(!has(json!({"config": {"cluster": {"flavor": "standard"}}})));
+    for values in [
+        json!({"inventory": {"enabled": true}}),
+        json!({"config": {"defaults": {"volcengineWeight": 50}}}),
+        json!({"config": {"defaults": {"huaweiElbClass": "performance"}}}),
+        json!({"config": {"defaults": {"ctyunIpModeProxy": true}}}),
+        json!({"config": {"defaults": {"annotations": {"example.com/team": "web"}}}}),
+        json!({"config": {"cluster": {"flavor": "turbo"}}}),
+        json!({"webhook": {"mutate": "always"}}),
+    ] {
+        assert!(has(values.clone()), "{values}");
+    }
+    assert!(!has(
+        json!({"config": {"cluster": {"flavor": "turbo"}, "defaults": {"huaweiTurboClusterPolicy": false}}})
+    ));
+    assert!(!has(
+        json!({"config": {"defaults": {"enabled": false, "volcengineWeight": 50}}})
+    ));
+    assert!(!has(
+        json!({"webhook": {"mutate": "never"}, "config": {"defaults": {"volcengineWeight": 50}}})
+    ));
+}
+
 #[test]
 fn options_change_the_webhooks() {
     let r = render(
-        json!({"webhook": {"matchConditions": false, "protectDeletion": true, "failurePolicy": "Ignore", "excludeNamespaces": ["legacy"]}}),
+        json!({"webhook": {"matchConditions": false, "protectDeletion": true, "failurePolicy": "Ignore", "excludeNamespaces": ["legacy"]},
+               "config": {"defaults": {"volcengineWeight": 50}}}),
     );
     let w = &r.kind("ValidatingWebhookConfiguration")[0]["webhooks"][0];
     assert!(w.get("matchConditions").is_none());

@@ -32,15 +32,58 @@ pub struct Run {
     pub per_second: f64,
     pub p50: Duration,
     pub p99: Duration,
+    /// CPU seconds spent during the run: API servers, etcd, lbguard replicas, this process
+    /// (the clients and the TCP proxy).
+    pub cpu: [f64; 4],
+}
+
+/// user + system CPU seconds of a process so far (/proc/PID/stat, clock ticks of 10 ms).
+fn cpu_seconds(pid: &str) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map(|(_, rest)| rest.split_whitespace().collect())
+        .unwrap_or_default();
+    let tick = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    (tick(11) + tick(12)) / 100.0
+}
+
+fn cpu(env: &Env) -> [f64; 4] {
+    let sum = |procs: Vec<&crate::plane::Proc>| -> f64 {
+        procs
+            .iter()
+            .filter_map(|p| p.pid())
+            .map(|pid| cpu_seconds(&pid.to_string()))
+            .sum()
+    };
+    let apis = sum(env
+        .plane
+        .apis
+        .iter()
+        .filter_map(|a| a.proc.as_ref())
+        .collect());
+    let etcd = sum(vec![&env.plane.etcd]);
+    let lbguard = sum(env.lbguard.procs());
+    [apis, etcd, lbguard, cpu_seconds("self")]
 }
 
 /// `n` creates in `ns` from CLIENTS tasks, half on each API server.
 async fn creates(env: &Env, ns: &str, n: usize) -> Run {
+    creates_by(env, ns, n, CLIENTS).await
+}
+
+async fn creates_by(env: &Env, ns: &str, n: usize, clients: usize) -> Run {
     plane::namespace(&env.admin[0], ns).await;
     let next = Arc::new(AtomicUsize::new(0));
+    let cpu_before = cpu(env);
     let started = Instant::now();
     let mut tasks = Vec::new();
-    for c in 0..CLIENTS {
+    for c in 0..clients {
         let client = env.admin[c % env.admin.len()].clone();
         let next = Arc::clone(&next);
         let ns = ns.to_string();
@@ -70,12 +113,14 @@ async fn creates(env: &Env, ns: &str, n: usize) -> Run {
         all.extend(t.await.unwrap());
     }
     let elapsed = started.elapsed();
+    let cpu_after = cpu(env);
     all.sort();
     let q = |p: f64| all[((all.len() as f64 * p).ceil() as usize).clamp(1, all.len()) - 1];
     Run {
         per_second: n as f64 / elapsed.as_secs_f64(),
         p50: q(0.50),
         p99: q(0.99),
+        cpu: std::array::from_fn(|i| cpu_after[i] - cpu_before[i]),
     }
 }
 
@@ -89,6 +134,12 @@ async fn buckets(env: &Env, webhook: &str) -> BTreeMap<u64, f64> {
             .expect("metrics");
         let text = r.body.as_str().unwrap_or_default().to_string();
         for line in text.lines() {
+            if std::env::var_os("LBGUARD_BENCH_DEBUG").is_some()
+                && line.starts_with("apiserver_admission_webhook_admission_duration_seconds_bucket")
+                && line.contains("validate")
+            {
+                eprintln!("{line}");
+            }
             if !line.starts_with("apiserver_admission_webhook_admission_duration_seconds_bucket{")
                 || !line.contains(&format!("name=\"{webhook}\""))
             {
@@ -145,69 +196,236 @@ fn share_within(before: &BTreeMap<u64, f64>, after: &BTreeMap<u64, f64>, bound_u
     (d(after, bound_us) - d(before, bound_us)) / total
 }
 
-pub async fn run(env: &mut Env) {
-    let admin = env.admin[0].clone();
-    env.lbguard.unregister(&admin).await;
-    creates(env, "bench-warmup", 100).await;
-    let without = creates(env, "bench-without", SERVICES).await;
-    env.lbguard.register(&admin).await;
-    creates(env, "bench-warmup-2", 50).await;
-    let hooks = ["validate.lbguard.io", "mutate.lbguard.io"];
-    let mut before = Vec::new();
-    for h in hooks {
-        before.push(buckets(env, h).await);
+#[derive(Clone, Copy, PartialEq)]
+enum Mode {
+    Without,
+    With,
+    ClaimsOff,
+}
+
+impl Mode {
+    fn name(self) -> &'static str {
+        match self {
+            Mode::Without => "without lbguard's webhooks",
+            Mode::With => "with lbguard's webhooks (each create takes a claim)",
+            Mode::ClaimsOff => "with lbguard's webhooks, claims off",
+        }
     }
-    let with = creates(env, "bench-with", SERVICES).await;
-    let claims = call(
-        &admin,
-        "GET",
-        &format!(
-            "/apis/coordination.k8s.io/v1/namespaces/{}/leases?labelSelector=lbguard.io/claim",
-            crate::install::NS
-        ),
-        None,
+}
+
+/// Deletes every Service of `ns` (8 at a time) and waits until no claim is left, so each
+/// phase starts from the same cluster.
+async fn clear(env: &Env, ns: &str, n: usize) {
+    let next = Arc::new(AtomicUsize::new(0));
+    let mut tasks = Vec::new();
+    for c in 0..CLIENTS {
+        let client = env.admin[c % env.admin.len()].clone();
+        let (next, ns) = (Arc::clone(&next), ns.to_string());
+        tasks.push(tokio::spawn(async move {
+            loop {
+                let i = next.fetch_add(1, Ordering::Relaxed);
+                if i >= n {
+                    return;
+                }
+                let path = format!("/api/v1/namespaces/{ns}/services/svc-{i}");
+                call(&client, "DELETE", &path, None).await;
+            }
+        }));
+    }
+    for t in tasks {
+        t.await.unwrap();
+    }
+    plane::eventually(
+        Duration::from_secs(60),
+        "the claims are released",
+        || async { (claims_held(env).await == 0).then_some(()) },
     )
     .await;
-    let held = claims.body["items"].as_array().map_or(0, |v| v.len());
+}
+
+async fn claims_held(env: &Env) -> usize {
+    let path = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{}/leases?labelSelector=lbguard.io/claim",
+        crate::install::NS
+    );
+    let r = call(&env.admin[0], "GET", &path, None).await;
+    r.body["items"].as_array().map_or(0, |v| v.len())
+}
+
+struct Phase {
+    round: usize,
+    mode: Mode,
+    run: Run,
+    /// Per webhook: (calls, p50 ms, p99 ms, share within 5 ms).
+    hooks: Vec<(f64, f64, f64, f64)>,
+    claims: usize,
+}
+
+pub async fn run(env: &mut Env) {
+    let admin = env.admin[0].clone();
+    let hooks = ["validate.lbguard.io", "mutate.lbguard.io"];
+    let conns_at_start = crate::install::PROXIED.load(Ordering::Relaxed);
+    let mut claims_on = true;
+    let mut phases = Vec::new();
+    // Two interleaved rounds, each phase from the same cluster state (its Services deleted
+    // after it), so neither order nor a growing cluster favours one mode.
+    for round in 1..=2 {
+        for mode in [Mode::Without, Mode::With, Mode::ClaimsOff] {
+            match mode {
+                Mode::Without => env.lbguard.unregister(&admin).await,
+                _ => {
+                    let want = mode == Mode::With;
+                    if claims_on != want {
+                        env.lbguard
+                            .reconfigure(|c| c["claims"]["enabled"] = want.into())
+                            .await;
+                        claims_on = want;
+                    }
+                    env.lbguard.register(&admin).await;
+                }
+            }
+            let warm = format!("warm-{round}-{}", mode as u8);
+            creates(env, &warm, 50).await;
+            clear(env, &warm, 50).await;
+            let ns = format!("bench-{round}-{}", mode as u8);
+            let before = snapshot(env, &hooks).await;
+            let run = creates(env, &ns, SERVICES).await;
+            let after = snapshot(env, &hooks).await;
+            let claims = claims_held(env).await;
+            let stats = before
+                .iter()
+                .zip(&after)
+                .map(|(b, a)| {
+                    let (p50, n) = quantile(b, a, 0.50);
+                    let (p99, _) = quantile(b, a, 0.99);
+                    (n, p50, p99, share_within(b, a, 5000))
+                })
+                .collect();
+            clear(env, &ns, SERVICES).await;
+            phases.push(Phase {
+                round,
+                mode,
+                run,
+                hooks: stats,
+                claims,
+            });
+        }
+    }
+    let conns = crate::install::PROXIED.load(Ordering::Relaxed) - conns_at_start;
+    // Light load: one client, claims on, so the call is not queued behind the load it is in.
+    if !claims_on {
+        env.lbguard
+            .reconfigure(|c| c["claims"]["enabled"] = true.into())
+            .await;
+    }
+    env.lbguard.register(&admin).await;
+    const LIGHT: usize = 200;
+    let before = snapshot(env, &hooks).await;
+    let light = creates_by(env, "bench-light", LIGHT, 1).await;
+    let after = snapshot(env, &hooks).await;
+    let (light_p50, light_n) = quantile(&before[0], &after[0], 0.50);
+    let (light_p99, _) = quantile(&before[0], &after[0], 0.99);
+    let light_within = share_within(&before[0], &after[0], 5000);
+    clear(env, "bench-light", LIGHT).await;
 
     println!();
     println!(
-        "{SERVICES} Service creates (each taking a listener claim), {CLIENTS} clients over 2 kube-apiservers v1.36.2, 2 lbguard replicas (release build, chart defaults):"
+        "{SERVICES} Service creates a phase, {CLIENTS} clients over 2 kube-apiservers v1.36.2 on one etcd, 2 lbguard replicas (release build, chart defaults), all on one 2-core host:"
     );
     println!();
-    println!("| | creates/s | client p50 | client p99 |");
-    println!("|---|---|---|---|");
-    for (name, r) in [
-        ("without lbguard's webhooks", &without),
-        ("with lbguard's webhooks", &with),
-    ] {
+    println!("| round | | creates/s | client p50 | client p99 | claims after |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for p in &phases {
         println!(
-            "| {name} | {:.0} | {:.1} ms | {:.1} ms |",
-            r.per_second,
-            r.p50.as_secs_f64() * 1e3,
-            r.p99.as_secs_f64() * 1e3
+            "| {} | {} | {:.0} | {:.1} ms | {:.1} ms | {} |",
+            p.round,
+            p.mode.name(),
+            p.run.per_second,
+            p.run.p50.as_secs_f64() * 1e3,
+            p.run.p99.as_secs_f64() * 1e3,
+            p.claims
+        );
+    }
+    let mean = |mode: Mode| -> f64 {
+        let v: Vec<f64> = phases
+            .iter()
+            .filter(|p| p.mode == mode)
+            .map(|p| p.run.per_second)
+            .collect();
+        v.iter().sum::<f64>() / v.len() as f64
+    };
+    println!();
+    println!(
+        "throughput with the webhooks: {:.0}% of without ({:.0}% with claims off), the rounds' mean; webhook connections opened by the API servers during the phases: {conns}",
+        100.0 * mean(Mode::With) / mean(Mode::Without),
+        100.0 * mean(Mode::ClaimsOff) / mean(Mode::Without)
+    );
+    println!();
+    println!("CPU seconds a phase (user + system):");
+    println!();
+    println!("| round | | kube-apiservers | etcd | lbguard replicas | clients + TCP proxy |");
+    println!("|---|---|---:|---:|---:|---:|");
+    for p in &phases {
+        let c = &p.run.cpu;
+        println!(
+            "| {} | {} | {:.2} | {:.2} | {:.2} | {:.2} |",
+            p.round,
+            p.mode.name(),
+            c[0],
+            c[1],
+            c[2],
+            c[3]
         );
     }
     println!();
     println!(
-        "throughput with the webhooks: {:.0}% of without",
-        100.0 * with.per_second / without.per_second
+        "| round | webhook call (the API servers' histogram) | calls | p50 | p99 | within 5 ms |"
     );
-    println!("claims held after the run: {held}");
+    println!("|---|---|---:|---:|---:|---:|");
+    for p in phases.iter().filter(|p| p.mode != Mode::Without) {
+        for (h, (n, p50, p99, within)) in hooks.iter().zip(&p.hooks) {
+            if *n == 0.0 {
+                continue;
+            }
+            let label = if p.mode == Mode::ClaimsOff {
+                ", claims off"
+            } else {
+                ""
+            };
+            println!(
+                "| {} | {h}{label} | {n:.0} | {p50:.2} ms | {p99:.2} ms | {:.1}% |",
+                p.round,
+                100.0 * within
+            );
+        }
+    }
     println!();
-    println!("| webhook (API server's histogram) | calls | p50 | p99 | calls within 5 ms |");
-    println!("|---|---|---|---|---|");
-    for (h, b) in hooks.iter().zip(&before) {
-        let after = buckets(env, h).await;
-        let (p50, n) = quantile(b, &after, 0.50);
-        let (p99, _) = quantile(b, &after, 0.99);
+    println!(
+        "Light load, {LIGHT} creates from 1 client, claims on: {:.0} creates/s, client p50 {:.1} ms, p99 {:.1} ms; validate.lbguard.io ({light_n:.0} calls) p50 {light_p50:.2} ms, p99 {light_p99:.2} ms, {:.1}% within 5 ms",
+        light.per_second,
+        light.p50.as_secs_f64() * 1e3,
+        light.p99.as_secs_f64() * 1e3,
+        100.0 * light_within
+    );
+    let registered_mutate = phases
+        .iter()
+        .any(|p| p.hooks.get(1).is_some_and(|h| h.0 > 0.0));
+    if !registered_mutate {
+        println!();
         println!(
-            "| {h} | {n:.0} | {p50:.2} ms | {p99:.2} ms | {:.1}% |",
-            100.0 * share_within(b, &after, 5000)
+            "(mutate.lbguard.io is not registered: the chart's defaults set nothing, so webhook.mutate auto leaves it out)"
         );
     }
     println!();
     println!(
-        "(the API server's buckets are 5, 25, 100 ms ...: quantiles are interpolated within a bucket, as Prometheus' histogram_quantile does)"
+        "(the API server's buckets are 5, 25, 100 ms, ...: quantiles are interpolated within a bucket, as Prometheus' histogram_quantile does)"
     );
+}
+
+async fn snapshot(env: &Env, hooks: &[&str]) -> Vec<BTreeMap<u64, f64>> {
+    let mut out = Vec::new();
+    for h in hooks {
+        out.push(buckets(env, h).await);
+    }
+    out
 }

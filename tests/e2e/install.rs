@@ -235,6 +235,18 @@ impl Install {
         panic!("lbguard replica {i} is not ready:\n{tail}");
     }
 
+    /// Rewrites the replicas' config and restarts them (lbguard reads its config at start).
+    pub async fn reconfigure(&mut self, change: impl Fn(&mut Value)) {
+        let mut config: Value =
+            lbguard::yaml::from_str(&std::fs::read_to_string(&self.config).unwrap()).unwrap();
+        change(&mut config);
+        std::fs::write(&self.config, serde_json::to_vec_pretty(&config).unwrap()).unwrap();
+        for i in 0..self.replicas.len() {
+            self.kill_replica(i);
+            self.start_replica(i).await;
+        }
+    }
+
     pub fn kill_replica(&mut self, i: usize) {
         if let Some(mut p) = self.replicas[i].proc.take() {
             p.kill();
@@ -348,6 +360,10 @@ pub async fn token(admin: &kube::Client, sa: &str) -> String {
     r.body["status"]["token"].as_str().unwrap().to_string()
 }
 
+/// Connections the proxy has accepted (the API servers reuse theirs: a count near the
+/// number of calls means every call paid for a TLS handshake).
+pub static PROXIED: AtomicUsize = AtomicUsize::new(0);
+
 /// Round-robin TCP proxy: each new connection goes to the next backend that accepts it, as
 /// a Service's endpoints spread the API servers' connections over the pods.
 async fn proxy(backends: Arc<std::sync::Mutex<Vec<SocketAddr>>>) -> SocketAddr {
@@ -359,6 +375,9 @@ async fn proxy(backends: Arc<std::sync::Mutex<Vec<SocketAddr>>>) -> SocketAddr {
             let Ok((mut inbound, _)) = listener.accept().await else {
                 continue;
             };
+            PROXIED.fetch_add(1, Ordering::Relaxed);
+            // As a kernel's Service routing would: no Nagle delay added on either leg.
+            let _ = inbound.set_nodelay(true);
             let backends = backends.lock().unwrap().clone();
             let first = next.fetch_add(1, Ordering::Relaxed);
             tokio::spawn(async move {
@@ -370,6 +389,7 @@ async fn proxy(backends: Arc<std::sync::Mutex<Vec<SocketAddr>>>) -> SocketAddr {
                     else {
                         continue;
                     };
+                    let _ = outbound.set_nodelay(true);
                     let _ = tokio::io::copy_bidirectional(&mut inbound, &mut outbound).await;
                     return;
                 }

@@ -47,3 +47,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "lbguard.inventory" -}}
 {{ toYaml (dict "loadBalancers" .Values.inventory.loadBalancers) }}
 {{- end -}}
+
+{{- /*
+  "true" when the MutatingWebhookConfiguration is rendered: webhook.mutate always, or auto and
+  some default of config.defaults can apply (the cases engine::mutate handles). Otherwise
+  every Service write would pay for a webhook call that never changes anything.
+*/}}
+{{- define "lbguard.mutates" -}}
+{{- $d := .Values.config.defaults -}}
+{{- $mode := .Values.webhook.mutate -}}
+{{- if eq $mode "always" -}}true
+{{- else if and (eq $mode "auto") $d.enabled (or .Values.inventory.enabled $d.volcengineWeight $d.huaweiElbClass $d.ctyunIpModeProxy $d.annotations (and $d.huaweiTurboClusterPolicy (eq .Values.config.cluster.flavor "turbo"))) -}}true
+{{- end -}}
+{{- end -}}
