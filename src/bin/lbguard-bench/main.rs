@@ -1,0 +1,202 @@
+//! lbguard's benchmarks.
+//! - `http`: lbguard's /validate and /mutate against a bare rustls + axum baseline that only
+//!   parses the AdmissionReview and answers "allowed", over N keep-alive HTTPS connections.
+//! - `cache`: engine time per request and memory with N Services cached (each size in its
+//!   own process, so peak RSS is that size's).
+//! - `claims`: what listener claims add to one /validate admission, against the in-memory
+//!   Lease API (the API server's own write time comes on top), and that Services without a
+//!   reused load balancer send nothing.
+
+mod bare;
+mod cache;
+mod claims;
+mod http;
+
+use cache::{Row, measure};
+
+use std::process::{Command, ExitCode};
+
+use clap::{Parser, Subcommand};
+
+#[derive(Parser)]
+#[command(name = "lbguard-bench")]
+struct Cli {
+    #[command(subcommand)]
+    command: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// Throughput and latency of lbguard against a bare TLS baseline.
+    Http {
+        /// Concurrent keep-alive connections.
+        #[arg(long, default_value_t = 32)]
+        connections: usize,
+        /// Measured time per target (after a 1 s warm-up).
+        #[arg(long, default_value = "8s", value_parser = lbguard::server::parse_duration)]
+        duration: std::time::Duration,
+        /// LoadBalancer Services preloaded into lbguard's cluster view.
+        #[arg(long, default_value_t = 0)]
+        preload: usize,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Engine time per request and cache memory at several cluster sizes.
+    Cache {
+        /// Cluster sizes (cached LoadBalancer Services).
+        #[arg(long, value_delimiter = ',', default_value = "100,10000,100000")]
+        sizes: Vec<usize>,
+        /// Requests timed at each size.
+        #[arg(long, default_value_t = 20000)]
+        requests: usize,
+        #[arg(long)]
+        json: bool,
+        /// Internal: measure one size in this process.
+        #[arg(long, hide = true)]
+        one: Option<usize>,
+    },
+    /// A bare hyper + rustls server (no axum, metrics or logs) that parses each review into
+    /// a `serde_json::Value` and answers "allowed": the floor `scripts/bench-http` compares
+    /// lbguard with.
+    Baseline {
+        #[arg(long, default_value = "127.0.0.1:8444")]
+        addr: std::net::SocketAddr,
+        #[arg(long)]
+        tls_cert: std::path::PathBuf,
+        #[arg(long)]
+        tls_key: std::path::PathBuf,
+    },
+    /// The cost of listener claims per admission.
+    Claims {
+        /// Admissions timed per case.
+        #[arg(long, default_value_t = 5000)]
+        requests: usize,
+        /// Latency the in-memory API adds to each of its answers.
+        #[arg(long, default_value = "0ms", value_parser = lbguard::server::parse_duration)]
+        api_latency: std::time::Duration,
+    },
+}
+
+fn main() -> ExitCode {
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = Cli::parse();
+    match cli.command {
+        Cmd::Baseline {
+            addr,
+            tls_cert,
+            tls_key,
+        } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            match runtime.block_on(bare::run(addr, &tls_cert, &tls_key)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("lbguard-bench baseline: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Claims {
+            requests,
+            api_latency,
+        } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            match runtime.block_on(claims::run(requests, api_latency)) {
+                Ok(()) => ExitCode::SUCCESS,
+                Err(e) => {
+                    eprintln!("lbguard-bench claims: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Http {
+            connections,
+            duration,
+            preload,
+            json,
+        } => {
+            let runtime = tokio::runtime::Builder::new_multi_thread()
+                .enable_all()
+                .build()
+                .expect("runtime");
+            match runtime.block_on(http::run(connections, duration, preload)) {
+                Ok(report) => {
+                    if json {
+                        println!(
+                            "{}",
+                            serde_json::to_string_pretty(&report).unwrap_or_default()
+                        );
+                    } else {
+                        http::print(&report);
+                    }
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("lbguard-bench http: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Cache {
+            sizes,
+            requests,
+            json,
+            one,
+        } => {
+            if let Some(n) = one {
+                println!(
+                    "{}",
+                    serde_json::to_string(&measure(n, requests)).unwrap_or_default()
+                );
+                return ExitCode::SUCCESS;
+            }
+            let exe = std::env::current_exe().expect("own path");
+            let mut rows = Vec::new();
+            for n in sizes {
+                let out = Command::new(&exe)
+                    .args([
+                        "cache",
+                        "--one",
+                        &n.to_string(),
+                        "--requests",
+                        &requests.to_string(),
+                    ])
+                    .output()
+                    .expect("run child");
+                match serde_json::from_slice::<Row>(&out.stdout) {
+                    Ok(r) => rows.push(r),
+                    Err(e) => {
+                        eprintln!(
+                            "size {n} failed: {e}: {}",
+                            String::from_utf8_lossy(&out.stderr)
+                        );
+                        return ExitCode::FAILURE;
+                    }
+                }
+            }
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).unwrap_or_default()
+                );
+            } else {
+                println!(
+                    "| cached Services | engine p50 | engine p99 | max | cache RSS | peak RSS |"
+                );
+                println!("|---:|---:|---:|---:|---:|---:|");
+                for r in &rows {
+                    println!(
+                        "| {} | {:.1} µs | {:.1} µs | {:.1} µs | {:.1} MiB | {:.1} MiB |",
+                        r.services, r.p50_us, r.p99_us, r.max_us, r.cache_rss_mib, r.peak_rss_mib
+                    );
+                }
+            }
+            ExitCode::SUCCESS
+        }
+    }
+}

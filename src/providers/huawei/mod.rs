@@ -1,0 +1,361 @@
+//! Huawei Cloud CCE / CCE Turbo (seeds 002, 003): the catalog and the rule list, with the
+//! ELB object rules (cluster-version gates of ELB features, traffic policies). Listener
+//! hosting (`skip-managed-listener`) and listener configuration are in `listeners`, the
+//! `elb.autocreate` JSON in `autocreate`.
+
+mod autocreate;
+mod listeners;
+
+use super::data;
+use crate::vocab::cel;
+use crate::vocab::checks::{protocol_entries, require_version, version_too_old};
+use crate::vocab::config::Flavor;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
+use crate::vocab::service::Svc;
+use crate::vocab::version::{KubeVersion, VersionOf};
+
+use autocreate::huawei_autocreate_valid;
+pub use listeners::skip_listener_supported;
+use listeners::{
+    https_needs_cert, https_needs_cert_cel, protocol_port_format, protocol_port_format_cel,
+    skip_listener_irreversible, skip_listener_irreversible_cel, skip_listener_needs_existing_elb,
+    skip_listener_needs_existing_elb_cel, skip_listener_not_multicluster,
+    skip_listener_not_multicluster_cel, skip_listener_version, skip_listener_version_cel,
+    system_annotations_reserved, system_annotations_reserved_cel,
+};
+
+/// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
+pub static CATALOG: Catalog = Catalog {
+    provider: Provider::Huawei,
+    prefix: "kubernetes.io/elb.",
+    legacy_prefix: None,
+    default_address_type: None,
+    lb_id_label: None,
+    finalizers: &[],
+    table: &data::HUAWEI,
+};
+
+const HUAWEI: &[Provider] = &[Provider::Huawei];
+
+pub static RULES: &[Rule] = &[
+    rule!(
+        "skip-listener-irreversible",
+        HUAWEI,
+        Transition,
+        Transition,
+        Deny,
+        "Once elb.skip-managed-listener is \"true\" it stays \"true\"",
+        "003 \"取消监听器托管后不支持恢复，如需恢复...需要删除并重建Service\"",
+        skip_listener_irreversible,
+        Vap::Cel(skip_listener_irreversible_cel)
+    ),
+    rule!(
+        "skip-listener-needs-existing-elb",
+        HUAWEI,
+        Object,
+        Admit,
+        Deny,
+        "skip-managed-listener: \"true\" needs kubernetes.io/elb.id and no elb.autocreate",
+        "003 \"只支持选择已有ELB，不支持自动创建ELB\"",
+        skip_listener_needs_existing_elb,
+        Vap::Cel(skip_listener_needs_existing_elb_cel)
+    ),
+    rule!(
+        "skip-listener-not-multicluster",
+        HUAWEI,
+        Object,
+        Admit,
+        Deny,
+        "skip-managed-listener cannot be combined with kubernetes.io/elb.multicluster",
+        "003 \"取消监听器托管不可与跨集群后端特性（kubernetes.io/elb.multicluster）同时使用\"",
+        skip_listener_not_multicluster,
+        Vap::Cel(skip_listener_not_multicluster_cel)
+    ),
+    rule!(
+        "skip-listener-version",
+        HUAWEI,
+        Version,
+        Admit,
+        Deny,
+        "skip-managed-listener needs v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or a newer minor",
+        "003 功能说明 table",
+        skip_listener_version,
+        Vap::Cel(skip_listener_version_cel)
+    ),
+    rule!(
+        "system-annotations-reserved",
+        HUAWEI,
+        Object,
+        Admit,
+        Deny,
+        "Users may not set, change or remove elb.listener-port / elb.listener-port-ranges-auto-generated",
+        "003 \"请勿自行指定该注解，且不建议自行修改或删除\"",
+        system_annotations_reserved,
+        Vap::Cel(system_annotations_reserved_cel)
+    ),
+    rule!(
+        "protocol-port-format",
+        HUAWEI,
+        Object,
+        Admit,
+        Deny,
+        "elb.protocol-port is proto:port pairs; each port a spec.ports[].port with protocol TCP (UDP for udp)",
+        "002 \"protocol-port的取值需要和service的spec.ports字段中的端口对应\"",
+        protocol_port_format,
+        Vap::Cel(protocol_port_format_cel)
+    ),
+    rule!(
+        "https-needs-cert",
+        HUAWEI,
+        Object,
+        Admit,
+        Deny,
+        "An https entry in elb.protocol-port needs kubernetes.io/elb.cert-id",
+        "002 \"当protocol-port指定了https协议，ELB监听器的证书会设置为cert-id证书\"",
+        https_needs_cert,
+        Vap::Cel(https_needs_cert_cel)
+    ),
+    rule!(
+        "http-version",
+        HUAWEI,
+        Version,
+        Admit,
+        Deny,
+        "HTTP/HTTPS in elb.protocol-port needs cluster v1.19.16 or newer",
+        "002 \"Service使用HTTP僅v1.19.16及以上版本集群支持\"",
+        http_version,
+        Vap::Cel(http_version_cel)
+    ),
+    rule!(
+        "dedicated-elb-version",
+        HUAWEI,
+        Version,
+        Admit,
+        Deny,
+        "elb.class: performance needs cluster v1.17 or newer",
+        "002 \"獨享型ELB僅支持1.17及以上集群\"",
+        dedicated_elb_version,
+        Vap::Cel(dedicated_elb_version_cel)
+    ),
+    rule!(
+        "pass-through-version",
+        HUAWEI,
+        Version,
+        Admit,
+        Deny,
+        "elb.pass-through needs cluster v1.16 or newer (\"> v1.15\")",
+        "002 \"1.15及以下老版本集群暫不支持該能力\"",
+        pass_through_version,
+        Vap::Cel(pass_through_version_cel)
+    ),
+    rule!(
+        "huawei-autocreate-valid",
+        HUAWEI,
+        Object,
+        Admit,
+        Deny,
+        "elb.autocreate is a valid JSON object (type, bandwidth, flavors, zones) and excludes elb.id",
+        "002 examples; \"需要在kubernetes.io/elb.autocreate的annotation中指定4層和7層flavor\"",
+        huawei_autocreate_valid,
+        Vap::No("reads the JSON in elb.autocreate, and Kubernetes CEL has no JSON parser")
+    ),
+    rule!(
+        "traffic-policy-change",
+        HUAWEI,
+        Transition,
+        Transition,
+        Warn,
+        "externalTrafficPolicy Cluster -> Local on an existing Service leaves stale connection tracking",
+        "002",
+        traffic_policy_change,
+        Vap::Cel(traffic_policy_change_cel)
+    ),
+    rule!(
+        "turbo-cluster-policy",
+        HUAWEI,
+        Object,
+        Admit,
+        Deny,
+        "On CCE Turbo (cluster.flavor: turbo) externalTrafficPolicy must be Cluster",
+        "002 \"CCE Turbo集群僅支持集群級別服務親和\"",
+        turbo_cluster_policy,
+        Vap::Cel(turbo_cluster_policy_cel)
+    ),
+];
+
+fn layer7(cat: &Catalog, svc: Svc) -> bool {
+    cat.get(svc, "protocol-port").is_some_and(|a| {
+        protocol_entries(a.value)
+            .0
+            .iter()
+            .any(|(p, _, _)| *p == "http" || *p == "https")
+    })
+}
+
+fn http_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if layer7(cat, new) {
+        let key = cat.key("protocol-port");
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(&key),
+            &format!("HTTP/HTTPS in {key}"),
+            "a v1.19.16 or newer cluster",
+            |v| *v >= KubeVersion::new(1, 19, 16, 0),
+        );
+    }
+}
+
+fn dedicated_elb_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "class")
+        && a.value == "performance"
+    {
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(a.key),
+            &format!("a dedicated ELB ({}: \"performance\")", a.key),
+            "a v1.17 or newer cluster",
+            |v| (v.major, v.minor) >= (1, 17),
+        );
+    }
+}
+
+fn pass_through_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if let Some(a) = cat.get(new, "pass-through") {
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            &annotation_field(a.key),
+            a.key,
+            "a cluster newer than v1.15 (v1.16+)",
+            |v| (v.major, v.minor) > (1, 15),
+        );
+    }
+}
+
+fn traffic_policy_change(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    let before = old.traffic_policy().unwrap_or("Cluster");
+    if before == "Cluster" && new.traffic_policy() == Some("Local") {
+        out.push(
+            "spec.externalTrafficPolicy",
+            "spec.externalTrafficPolicy changes from Cluster to Local on an existing Service: the nodes' connection tracking entries are not cleared and some clients keep failing; recreate the Service with Local instead",
+        );
+    }
+}
+
+fn turbo_cluster_policy(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    if ctx.config.cluster.flavor == Flavor::Turbo && new.traffic_policy() == Some("Local") {
+        out.push(
+            "spec.externalTrafficPolicy",
+            "spec.externalTrafficPolicy is \"Local\" but CCE Turbo clusters support only \"Cluster\"; set spec.externalTrafficPolicy: Cluster",
+        );
+    }
+}
+
+/// CEL: `$s`'s protocol-port has an entry with one of `protocols`.
+fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {
+    let a = cel::catalog_annotation(cat, "protocol-port");
+    format!(
+        "({} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in {}))",
+        a.present,
+        a.value,
+        cel::list(protocols)
+    )
+}
+
+/// A cluster-version rule's CEL: `uses` when the cluster is older than `ok` allows.
+fn cluster_gate_cel(
+    v: &VapCtx,
+    rule: &str,
+    ok: impl Fn(&KubeVersion) -> bool,
+    uses: String,
+    feature: String,
+    needs: &str,
+) -> Result<Vec<CelCheck>, &'static str> {
+    if !version_too_old(v, VersionOf::Cluster, ok)? {
+        return Ok(vec![]);
+    }
+    let runs = v.versions.cluster_text();
+    Ok(vec![
+        CelCheck::new(
+            uses,
+            format!("'[{rule}] ' + {feature} + ' needs {needs}; the cluster runs {runs}; upgrade the cluster first, or remove it'"),
+        )
+        .same_when("'uses'"),
+    ])
+}
+
+fn http_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    cluster_gate_cel(
+        v,
+        "http-version",
+        |k| *k >= KubeVersion::new(1, 19, 16, 0),
+        protocol_in_cel(cat, &["http", "https"]),
+        cel::lit(&format!("HTTP/HTTPS in {}", cat.key("protocol-port"))),
+        "a v1.19.16 or newer cluster",
+    )
+}
+
+fn dedicated_elb_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "class");
+    cluster_gate_cel(
+        v,
+        "dedicated-elb-version",
+        |k| (k.major, k.minor) >= (1, 17),
+        format!("{} && {} == 'performance'", a.present, a.value),
+        format!("'a dedicated ELB (' + {} + ': \"performance\")'", a.key),
+        "a v1.17 or newer cluster",
+    )
+}
+
+fn pass_through_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let a = cel::catalog_annotation(cat, "pass-through");
+    cluster_gate_cel(
+        v,
+        "pass-through-version",
+        |k| (k.major, k.minor) > (1, 15),
+        a.present.clone(),
+        a.key,
+        "a cluster newer than v1.15 (v1.16+)",
+    )
+}
+
+fn traffic_policy_change_cel(_: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    Ok(vec![CelCheck::new(
+        "(has(oldObject.spec.externalTrafficPolicy) ? oldObject.spec.externalTrafficPolicy : 'Cluster') == 'Cluster' && has(object.spec.externalTrafficPolicy) && object.spec.externalTrafficPolicy == 'Local'",
+        "'[traffic-policy-change] spec.externalTrafficPolicy changes from Cluster to Local on an existing Service: the nodes\\' connection tracking entries are not cleared and some clients keep failing; recreate the Service with Local instead'",
+    )])
+}
+
+fn turbo_cluster_policy_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    if v.config.cluster.flavor != Flavor::Turbo {
+        return Ok(vec![]);
+    }
+    Ok(vec![
+        CelCheck::new(
+            "has($s.spec.externalTrafficPolicy) && $s.spec.externalTrafficPolicy == 'Local'",
+            "'[turbo-cluster-policy] spec.externalTrafficPolicy is \"Local\" but CCE Turbo clusters support only \"Cluster\"; set spec.externalTrafficPolicy: Cluster'",
+        )
+        .same_when("'local'"),
+    ])
+}
+
+#[cfg(test)]
+#[path = "huawei_tests.rs"]
+mod tests;

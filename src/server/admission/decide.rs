@@ -1,0 +1,317 @@
+//! One request to a verdict: the engine's evaluation or mutation, the in-memory hold on an
+//! admitted Service's ports, and which listener claims the answer waits for.
+
+use super::decode::{read_request, service};
+use super::{Answer, Endpoint, Reject, allowed, refuse};
+use crate::engine::{
+    EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Violation, evaluate, mutate,
+};
+use crate::rules::Action;
+use crate::server::AppState;
+
+/// After an allowed CREATE/UPDATE (not a dry run), the Service's listener ports are held
+/// in the cluster view until the watch shows it. If a concurrent admission took one of
+/// them first, this one becomes a listener-port-unique finding.
+fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
+    let admitting = matches!(input.operation, Operation::Create | Operation::Update);
+    if !admitting || input.dry_run || !verdict.allowed() || verdict.exempt.is_some() {
+        return false;
+    }
+    let Some(svc) = input
+        .object
+        .as_ref()
+        .filter(|s| crate::engine::Svc(s).is_lb())
+    else {
+        return false;
+    };
+    let old = match input.operation {
+        Operation::Update => input
+            .old_object
+            .as_ref()
+            .filter(|o| crate::engine::Svc(o).is_lb()),
+        _ => None,
+    };
+    // An update that keeps its load balancers and ports holds nothing new: the watch
+    // already shows them. Most updates are like that, and this skips a write lock.
+    let uses = |s| crate::cluster::lb_uses(app.config.provider, crate::engine::Svc(s));
+    if let Some(old) = old
+        && uses(svc) == uses(old)
+    {
+        return false;
+    }
+    let tolerate = match old {
+        Some(old) => app.cluster.clashes(crate::engine::Svc(old)),
+        None => Vec::new(),
+    };
+    let Err(conflicts) = app.cluster.reserve(
+        crate::engine::Svc(svc),
+        crate::cluster::RESERVATION_TTL,
+        &tolerate,
+    ) else {
+        return true;
+    };
+    let action = app.config.action_for("listener-port-unique", Action::Deny);
+    if action == Action::Off {
+        return true;
+    }
+    app.metrics.reservation_conflicts.inc();
+    for c in conflicts {
+        verdict.violations.push(Violation {
+            rule: "listener-port-unique",
+            action,
+            field: "spec.ports".into(),
+            message: format!("[listener-port-unique] {c} (admitted concurrently, not yet visible in the cluster); use another port or another load balancer"),
+        });
+    }
+    true
+}
+
+pub(super) fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Reject> {
+    let (uid, req) = match read_request(bytes) {
+        Ok(r) => r,
+        Err((uid, message)) => return refuse(uid.as_deref(), message),
+    };
+    if !req.kind.group.is_empty() || req.kind.kind != "Service" {
+        // Not ours: allow at once, whatever it is.
+        return Ok(Answer {
+            response: allowed(uid),
+            operation: "OTHER",
+            rules: vec![],
+            namespace: String::new(),
+            name: String::new(),
+            dry_run: false,
+            claims: vec![],
+        });
+    }
+    let operation = match req.operation.as_str() {
+        "CREATE" => Operation::Create,
+        "UPDATE" => Operation::Update,
+        "DELETE" => Operation::Delete,
+        "CONNECT" => Operation::Connect,
+        other => return refuse(Some(&uid), format!("unknown operation {other:?}")),
+    };
+    let (object, old_object) = match (
+        service(req.object, "object"),
+        service(req.old_object, "oldObject"),
+    ) {
+        (Ok(o), Ok(old)) => (o, old),
+        (Err(e), _) | (_, Err(e)) => return refuse(Some(&uid), e),
+    };
+    let user = UserInfo {
+        username: req.user_info.username.unwrap_or_default(),
+        groups: req.user_info.groups.unwrap_or_default(),
+    };
+    let mut input = match Input::new(operation, object, old_object, user) {
+        Ok(i) => i,
+        Err(e) => return refuse(Some(&uid), e.to_string()),
+    };
+    input.uid = uid.clone();
+    input.dry_run = req.dry_run.unwrap_or(false);
+    if let Some(ns) = req.namespace {
+        input.namespace = ns;
+    }
+    if let Some(name) = req.name.filter(|n| !n.is_empty()) {
+        input.name = name;
+    }
+    let span = tracing::Span::current();
+    span.record("uid", uid.as_str());
+    span.record("namespace", input.namespace.as_str());
+    span.record("name", input.name.as_str());
+    span.record("operation", input.operation.as_str());
+    span.record("dry_run", input.dry_run);
+    let mut response = allowed(uid.clone());
+    let config = &app.config;
+    let snapshot = app.inventory.as_ref().map(|s| s.snapshot());
+    let inventory: &dyn Inventory = match &snapshot {
+        Some(s) => s.as_ref(),
+        None => &EmptyInventory,
+    };
+    let mut rules = Vec::new();
+    let mut claims = Vec::new();
+    match endpoint {
+        Endpoint::Validate => {
+            let mut verdict = evaluate(
+                &input,
+                config,
+                &app.versions.load(),
+                &*app.cluster,
+                inventory,
+            );
+            if hold_ports(app, &input, &mut verdict) {
+                claims = claims_needed(app, &input, &verdict);
+            }
+            for v in &verdict.violations {
+                app.metrics
+                    .violations
+                    .get_or_create(&crate::server::metrics::ViolationLabels {
+                        rule: v.rule,
+                        action: v.action.as_str(),
+                    })
+                    .inc();
+            }
+            rules = verdict.rule_ids();
+            let warnings = verdict.warnings();
+            if let Some(message) = verdict.denial_message() {
+                response = response.deny(message);
+                response.result.code = 403;
+                response.result.reason = "Forbidden".into();
+            }
+            if verdict.exempt.is_some() {
+                response
+                    .audit_annotations
+                    .insert("exempt".into(), verdict.exempt.clone().unwrap_or_default());
+            }
+            if !warnings.is_empty() {
+                response.warnings = Some(warnings);
+            }
+            let denied: Vec<&str> = verdict
+                .violations
+                .iter()
+                .filter(|v| v.action == Action::Deny)
+                .map(|v| v.rule)
+                .collect();
+            if !denied.is_empty() {
+                response
+                    .audit_annotations
+                    .insert("denied-by".into(), denied.join(","));
+            }
+        }
+        Endpoint::Mutate => {
+            if let Some(m) = mutate(&input, config, &app.versions.load(), inventory)
+                && m.changed()
+            {
+                let patch = serde_json::to_value(input.object.as_ref())
+                    .and_then(|before| Ok((before, serde_json::to_value(&m.desired)?)))
+                    .map(|(before, after)| json_patch::diff(&before, &after));
+                match patch {
+                    Ok(p) if !p.0.is_empty() => {
+                        response.warnings = Some(m.warnings());
+                        for (i, d) in m.applied.iter().enumerate() {
+                            response
+                                .audit_annotations
+                                .insert(format!("default-{i}"), format!("{}={}", d.field, d.value));
+                        }
+                        response = match response.with_patch(p) {
+                            Ok(r) => r,
+                            Err(e) => {
+                                return refuse(Some(&uid), format!("cannot encode patch: {e}"));
+                            }
+                        };
+                        rules.push("defaults");
+                    }
+                    Ok(_) => {}
+                    Err(e) => return refuse(Some(&uid), format!("cannot compute patch: {e}")),
+                }
+            }
+        }
+    }
+    Ok(Answer {
+        response,
+        operation: operation.as_str(),
+        rules,
+        namespace: input.namespace,
+        name: input.name,
+        dry_run: input.dry_run,
+        claims,
+    })
+}
+
+/// The listener claims an allowed admission must take: none for dry runs, exempt requests,
+/// denials, load balancers the CCM creates (no id annotation), or ports the live object
+/// already held.
+fn claims_needed(app: &AppState, input: &Input, verdict: &Verdict) -> Vec<crate::claims::ClaimKey> {
+    let admitting = matches!(input.operation, Operation::Create | Operation::Update);
+    if app.claims.is_none()
+        || !admitting
+        || input.dry_run
+        || !verdict.allowed()
+        || verdict.exempt.is_some()
+        || app.config.action_for("listener-port-unique", Action::Deny) == Action::Off
+    {
+        return Vec::new();
+    }
+    let Some(new) = input.object.as_ref() else {
+        return Vec::new();
+    };
+    let old = match input.operation {
+        Operation::Update => input.old_object.as_ref().map(crate::engine::Svc),
+        _ => None,
+    };
+    crate::claims::wanted(app.config.provider, crate::engine::Svc(new), old)
+}
+
+/// Turns a failed claim into the answer: a holder is a `listener-port-unique` finding; an
+/// unreachable API server follows `claims.onError`.
+pub(super) fn apply_claims(
+    app: &AppState,
+    answer: &mut Answer,
+    keys: &[crate::claims::ClaimKey],
+    outcome: Result<(), crate::claims::ClaimError>,
+) {
+    use crate::claims::ClaimError;
+    use crate::config::OnClaimError;
+    const RULE: &str = "listener-port-unique";
+    let (action, messages) = match outcome {
+        Ok(()) => return,
+        Err(ClaimError::Held(held)) => (
+            app.config.action_for(RULE, Action::Deny),
+            held.iter()
+                .map(|(key, holder)| {
+                    format!(
+                        "[{RULE}] {} is held by {holder} (its claim was recorded by another lbguard replica or request); use another port or another load balancer",
+                        key.describe()
+                    )
+                })
+                .collect::<Vec<_>>(),
+        ),
+        Err(ClaimError::Unavailable(e)) => {
+            let ports: Vec<String> = keys.iter().map(|k| k.describe()).collect();
+            match app.config.claims.on_error {
+                OnClaimError::Deny => (
+                    Action::Deny,
+                    vec![format!(
+                        "[{RULE}] the listener claim for {} could not be recorded in the API server ({e}); nothing was changed, retry the request",
+                        ports.join(", ")
+                    )],
+                ),
+                OnClaimError::Allow => (
+                    Action::Warn,
+                    vec![format!(
+                        "[{RULE}] the listener claim for {} could not be recorded ({e}); admitted without the cross-replica port check",
+                        ports.join(", ")
+                    )],
+                ),
+            }
+        }
+    };
+    app.metrics
+        .violations
+        .get_or_create(&crate::server::metrics::ViolationLabels {
+            rule: RULE,
+            action: action.as_str(),
+        })
+        .inc();
+    if !answer.rules.contains(&RULE) {
+        answer.rules.push(RULE);
+    }
+    let response = &mut answer.response;
+    match action {
+        Action::Deny => {
+            app.cluster.unreserve(&answer.namespace, &answer.name);
+            *response =
+                std::mem::replace(response, allowed(String::new())).deny(messages.join("; "));
+            response.result.code = 403;
+            response.result.reason = "Forbidden".into();
+            response
+                .audit_annotations
+                .insert("denied-by".into(), RULE.into());
+        }
+        Action::Warn => {
+            response
+                .warnings
+                .get_or_insert_with(Vec::new)
+                .extend(messages);
+        }
+        Action::Off => {}
+    }
+}

@@ -1,0 +1,255 @@
+//! The admission edge: AdmissionReview in, AdmissionReview out; the engine sees only its
+//! own `Input`. This file holds the handlers and the response side (kube's
+//! `AdmissionResponse`, metrics, the decision log); `decode` reads requests, `decide` turns
+//! one into a verdict, a patch and the listener claims to take.
+
+mod decide;
+mod decode;
+
+use std::time::Instant;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use kube::core::admission::AdmissionResponse;
+use serde_json::{Value, json};
+
+use decide::{answer, apply_claims};
+
+use super::{AppState, BODY_LIMIT};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Endpoint {
+    Validate,
+    Mutate,
+}
+
+impl Endpoint {
+    fn as_str(self) -> &'static str {
+        match self {
+            Endpoint::Validate => "validate",
+            Endpoint::Mutate => "mutate",
+        }
+    }
+}
+
+pub async fn validate(State(app): State<AppState>, req: Request) -> Response {
+    handle(app, Endpoint::Validate, req.into_body()).await
+}
+
+pub async fn mutate_handler(State(app): State<AppState>, req: Request) -> Response {
+    handle(app, Endpoint::Mutate, req.into_body()).await
+}
+
+fn bad_request(status: StatusCode, message: impl Into<String>) -> Response {
+    (status, Json(json!({ "error": message.into() }))).into_response()
+}
+
+/// A request that gets no AdmissionReview back (unreadable, too big, malformed): the API
+/// server counts it as a webhook failure, so it is counted as `verdict="error"`.
+fn failed(
+    app: &AppState,
+    endpoint: Endpoint,
+    status: StatusCode,
+    message: impl Into<String>,
+) -> Response {
+    app.metrics
+        .requests
+        .get_or_create(&super::metrics::RequestLabels {
+            endpoint: endpoint.as_str(),
+            operation: "UNKNOWN",
+            verdict: "error",
+        })
+        .inc();
+    bad_request(status, message)
+}
+
+/// What a request turned into: the review to send and labels for logs and metrics.
+struct Answer {
+    response: AdmissionResponse,
+    operation: &'static str,
+    rules: Vec<&'static str>,
+    namespace: String,
+    name: String,
+    dry_run: bool,
+    /// Listener claims to take before the allowed answer goes out.
+    claims: Vec<crate::claims::ClaimKey>,
+}
+
+async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
+    let started = Instant::now();
+    let bytes =
+        match tokio::time::timeout(app.request_timeout, axum::body::to_bytes(body, BODY_LIMIT))
+            .await
+        {
+            Err(_) => {
+                return failed(
+                    &app,
+                    endpoint,
+                    StatusCode::REQUEST_TIMEOUT,
+                    "request body not received in time",
+                );
+            }
+            Ok(Err(e)) => {
+                let too_big = std::error::Error::source(&e)
+                    .is_some_and(|s| s.is::<http_body_util::LengthLimitError>());
+                return if too_big {
+                    failed(
+                        &app,
+                        endpoint,
+                        StatusCode::PAYLOAD_TOO_LARGE,
+                        format!("request body exceeds {} bytes", BODY_LIMIT),
+                    )
+                } else {
+                    failed(
+                        &app,
+                        endpoint,
+                        StatusCode::BAD_REQUEST,
+                        format!("cannot read request body: {e}"),
+                    )
+                };
+            }
+            Ok(Ok(b)) => b,
+        };
+    // One span per request, covering the evaluation; fields are recorded once parsed. The
+    // decision line repeats them so JSON logs carry them on the line itself. It is a debug
+    // span: at info, formatting its fields on every request cost about 10% of throughput
+    // (BENCHMARKS.md) and added nothing the decision line does not say.
+    let span = tracing::debug_span!(
+        "admission",
+        endpoint = endpoint.as_str(),
+        uid = tracing::field::Empty,
+        namespace = tracing::field::Empty,
+        name = tracing::field::Empty,
+        operation = tracing::field::Empty,
+        dry_run = tracing::field::Empty,
+    );
+    let mut answer = match span.in_scope(|| answer(&app, endpoint, &bytes)) {
+        Ok(a) => a,
+        Err(Reject(message)) => return failed(&app, endpoint, StatusCode::BAD_REQUEST, message),
+    };
+    if let (false, Some(claims)) = (answer.claims.is_empty(), &app.claims) {
+        let keys = std::mem::take(&mut answer.claims);
+        // A CREATE with generateName has no name yet: its own request is the holder, so two
+        // such Services never pass for one (the claim goes stale once the real name shows).
+        let holder = if answer.name.is_empty() {
+            format!(
+                "{}/(generated in {})",
+                answer.namespace, answer.response.uid
+            )
+        } else {
+            format!("{}/{}", answer.namespace, answer.name)
+        };
+        let outcome = claims.claim(&holder, &keys).await;
+        span.in_scope(|| apply_claims(&app, &mut answer, &keys, outcome));
+    }
+    let elapsed = started.elapsed();
+    let verdict = if answer.response.allowed {
+        "allowed"
+    } else {
+        "denied"
+    };
+    let m = &app.metrics;
+    m.requests
+        .get_or_create(&super::metrics::RequestLabels {
+            endpoint: endpoint.as_str(),
+            operation: answer.operation,
+            verdict,
+        })
+        .inc();
+    m.latency
+        .get_or_create(&super::metrics::EndpointLabels {
+            endpoint: endpoint.as_str(),
+        })
+        .observe(elapsed.as_secs_f64());
+    // A clean allow is the common case and says nothing an operator acts on: it goes to
+    // debug unless `--log-decisions all`, which keeps the log (and its cost) to findings.
+    let r = &answer.response;
+    let notable = !r.allowed
+        || r.warnings.as_ref().is_some_and(|w| !w.is_empty())
+        || r.patch.is_some()
+        || !r.audit_annotations.is_empty()
+        || app.log_decisions == super::LogDecisions::All;
+    macro_rules! decision {
+        ($level:expr) => {
+            span.in_scope(|| {
+                tracing::event!(
+                    $level,
+                    uid = %answer.response.uid,
+                    namespace = %answer.namespace,
+                    name = %answer.name,
+                    operation = answer.operation,
+                    dry_run = answer.dry_run,
+                    verdict,
+                    rules = ?answer.rules,
+                    latency_us = elapsed.as_micros() as u64,
+                    "admission decision"
+                )
+            })
+        };
+    }
+    if notable {
+        decision!(tracing::Level::INFO);
+    } else {
+        decision!(tracing::Level::DEBUG);
+    }
+    let mut r = Json(encode_review(answer.response)).into_response();
+    super::close_if_draining(&app, &mut r);
+    r
+}
+
+/// The AdmissionReview JSON. kube serializes `patch` (Go `[]byte`) as an array of numbers
+/// (kube-rs issue 1781); the API server requires base64, so it is encoded here.
+pub fn encode_review(mut response: AdmissionResponse) -> Value {
+    use base64::Engine;
+    let patch = response.patch.take();
+    let mut review = serde_json::to_value(response.into_review()).unwrap_or_else(|e| {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
+               "response": {"allowed": false, "status": {"code": 500, "message": format!("lbguard: cannot encode response: {e}")}}})
+    });
+    if let (Some(p), Some(r)) = (
+        patch,
+        review.get_mut("response").and_then(Value::as_object_mut),
+    ) {
+        r.insert(
+            "patch".into(),
+            Value::String(base64::engine::general_purpose::STANDARD.encode(p)),
+        );
+    }
+    review
+}
+
+/// A request that cannot be answered with an AdmissionReview: HTTP 400 with this message.
+pub struct Reject(String);
+
+/// A review that is not allowed, with the request's uid when it can be read.
+fn refuse(uid: Option<&str>, message: String) -> Result<Answer, Reject> {
+    match uid {
+        Some(uid) => {
+            let mut response = AdmissionResponse::invalid(format!("lbguard: {message}"));
+            response.uid = uid.to_string();
+            response.result.code = 400;
+            Ok(Answer {
+                response,
+                operation: "UNKNOWN",
+                rules: vec![],
+                namespace: String::new(),
+                name: String::new(),
+                dry_run: false,
+                claims: vec![],
+            })
+        }
+        None => Err(Reject(message)),
+    }
+}
+
+/// An allowed response for `uid`, built on kube's type.
+fn allowed(uid: String) -> AdmissionResponse {
+    let mut response = AdmissionResponse::invalid("");
+    response.uid = uid;
+    response.allowed = true;
+    response.result = Default::default();
+    response
+}
