@@ -262,7 +262,6 @@ struct Phase {
 }
 
 pub async fn run(env: &mut Env) {
-    let admin = env.admin[0].clone();
     let hooks = ["validate.lbguard.io", "mutate.lbguard.io"];
     let conns_at_start = crate::install::PROXIED.load(Ordering::Relaxed);
     let mut claims_on = true;
@@ -272,7 +271,7 @@ pub async fn run(env: &mut Env) {
     for round in 1..=2 {
         for mode in [Mode::Without, Mode::With, Mode::ClaimsOff] {
             match mode {
-                Mode::Without => env.lbguard.unregister(&admin).await,
+                Mode::Without => env.lbguard.unregister(&env.admin).await,
                 _ => {
                     let want = mode == Mode::With;
                     if claims_on != want {
@@ -281,7 +280,7 @@ pub async fn run(env: &mut Env) {
                             .await;
                         claims_on = want;
                     }
-                    env.lbguard.register(&admin).await;
+                    env.lbguard.register(&env.admin).await;
                 }
             }
             let warm = format!("warm-{round}-{}", mode as u8);
@@ -318,7 +317,7 @@ pub async fn run(env: &mut Env) {
             .reconfigure(|c| c["claims"]["enabled"] = true.into())
             .await;
     }
-    env.lbguard.register(&admin).await;
+    env.lbguard.register(&env.admin).await;
     const LIGHT: usize = 200;
     let before = snapshot(env, &hooks).await;
     let light = creates_by(env, "bench-light", LIGHT, 1).await;

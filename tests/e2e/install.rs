@@ -201,7 +201,11 @@ impl Install {
         for i in 0..install.replicas.len() {
             install.start_replica(i).await;
         }
-        install.register(&admin).await;
+        let mut admins = vec![admin];
+        for i in 1..plane.apis.len() {
+            admins.push(plane.client(i).await);
+        }
+        install.register(&admins).await;
         install
     }
 
@@ -289,19 +293,25 @@ impl Install {
     }
 
     /// Registers the webhooks and waits until the API server calls them.
-    pub async fn register(&self, admin: &kube::Client) {
+    /// Registers the webhooks and waits until every API server (`admins`, one client each)
+    /// calls them: each picks up webhook configurations on its own.
+    pub async fn register(&self, admins: &[kube::Client]) {
         for o in self.webhook_configurations() {
-            apply_ok(admin, &o).await;
+            apply_ok(&admins[0], &o).await;
         }
-        self.wait_for_webhooks(admin, true).await;
+        for admin in admins {
+            self.wait_for_webhooks(admin, true).await;
+        }
     }
 
-    pub async fn unregister(&self, admin: &kube::Client) {
+    pub async fn unregister(&self, admins: &[kube::Client]) {
         for o in self.webhook_configurations() {
-            let r = plane::delete(admin, &o).await;
+            let r = plane::delete(&admins[0], &o).await;
             assert!(r.ok() || r.status == 404, "{}", r.body);
         }
-        self.wait_for_webhooks(admin, false).await;
+        for admin in admins {
+            self.wait_for_webhooks(admin, false).await;
+        }
     }
 
     /// Waits until a dry-run of a Service the webhook denies is denied (or, with `on` false,

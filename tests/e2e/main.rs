@@ -63,7 +63,7 @@ impl Env {
             }
         }
         self.lbguard.route_to_all();
-        self.lbguard.register(&self.admin[0]).await;
+        self.lbguard.register(&self.admin).await;
     }
 
     fn logs(&self) -> String {

@@ -118,7 +118,7 @@ pub async fn run(env: &mut Env) {
     objects.sort_by_key(probe_last);
     let policies: Vec<&Value> = objects.iter().filter(|o| is_policy(o)).collect();
     assert_eq!(policies.len(), objects.len() / 2);
-    env.lbguard.unregister(&admin).await;
+    env.lbguard.unregister(&env.admin).await;
 
     // The API server validates each policy as it is created (CEL compiles, cost in budget).
     for o in &objects {
@@ -144,23 +144,26 @@ pub async fn run(env: &mut Env) {
             "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "public"}},
         "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
     });
-    eventually(
-        Duration::from_secs(30),
-        "the policies are in effect",
-        || async {
-            let r = call(
-                &admin,
-                "POST",
-                "/api/v1/namespaces/default/services?dryRun=All",
-                Some(&probe),
-            )
-            .await;
-            r.message()
-                .contains("lbguard-address-type-value")
-                .then_some(())
-        },
-    )
-    .await;
+    // Each API server loads policies on its own: probe through every one.
+    for client in &env.admin {
+        eventually(
+            Duration::from_secs(30),
+            "the policies are in effect",
+            || async {
+                let r = call(
+                    client,
+                    "POST",
+                    "/api/v1/namespaces/default/services?dryRun=All",
+                    Some(&probe),
+                )
+                .await;
+                r.message()
+                    .contains("lbguard-address-type-value")
+                    .then_some(())
+            },
+        )
+        .await;
+    }
 
     let mut compared = 0;
     let mut files = Vec::new();
@@ -240,17 +243,19 @@ pub async fn run(env: &mut Env) {
     for o in objects.iter().rev() {
         plane::delete(&admin, o).await;
     }
-    eventually(Duration::from_secs(30), "the policies are gone", || async {
-        let r = call(
-            &admin,
-            "POST",
-            "/api/v1/namespaces/default/services?dryRun=All",
-            Some(&probe),
-        )
+    for client in &env.admin {
+        eventually(Duration::from_secs(30), "the policies are gone", || async {
+            let r = call(
+                client,
+                "POST",
+                "/api/v1/namespaces/default/services?dryRun=All",
+                Some(&probe),
+            )
+            .await;
+            r.ok().then_some(())
+        })
         .await;
-        r.ok().then_some(())
-    })
-    .await;
+    }
     kept["metadata"]["annotations"]
         .as_object_mut()
         .unwrap()
