@@ -9,9 +9,7 @@
 use k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
 
-use super::version::Known;
 use super::{Ctx, EmptyCluster, Input, Inventory, Operation, Versions, exemption};
-use crate::providers::{Provider, catalog, ctyun::IP_MODE_MIN};
 use crate::vocab::config::{Config, Flavor};
 
 /// One default the mutation applied, for warnings, audit annotations and `check` output.
@@ -128,53 +126,11 @@ pub fn mutate(
     let new = super::Svc(object);
     let d = &config.defaults;
 
-    if inventory.configured() {
-        for p in [Provider::Ctyun, Provider::Alibaba] {
-            let cat = catalog(p);
-            if !providers.contains(&p) || cat.get(new, "address-type").is_some() {
-                continue;
-            }
-            let lb_type = cat
-                .get(new, "id")
-                .and_then(|id| inventory.get(p, id.value))
-                .and_then(|lb| lb.address_type);
-            if let Some(t) = lb_type {
-                b.annotation(
-                    &cat.key("address-type"),
-                    t.as_str(),
-                    "the reused load balancer's address type, from the inventory",
-                    true,
-                );
-            }
-        }
-    }
-    if providers.contains(&Provider::Volcengine)
-        && let Some(w) = d.volcengine_weight
-    {
-        let cat = catalog(Provider::Volcengine);
-        if cat.get(new, "id").is_some() {
-            b.annotation(
-                &cat.key("weight"),
-                &w.to_string(),
-                "defaults.volcengineWeight: a reused load balancer needs a weight",
-                true,
-            );
-        }
-    }
-    if providers.contains(&Provider::Ctyun)
-        && d.ctyun_ip_mode_proxy
-        && new.traffic_policy() == Some("Local")
-        && matches!(versions.cluster, Known::Yes(v) if v >= IP_MODE_MIN)
-    {
-        let cat = catalog(Provider::Ctyun);
-        b.annotation(&cat.key("ip-mode"), "proxy", "defaults.ctyunIpModeProxy: in-cluster clients of the LB IP go through the load balancer", false);
-    }
-    if providers.contains(&Provider::Huawei)
-        && let Some(class) = &d.huawei_elb_class
-    {
-        let cat = catalog(Provider::Huawei);
-        if cat.get(new, "id").is_some() || cat.get(new, "autocreate").is_some() {
-            b.annotation(&cat.key("class"), class, "defaults.huaweiElbClass", true);
+    // Each provider hands over its defaults; the engine applies them where the user set
+    // nothing (and, for fixed keys, never late on an update).
+    for p in &providers {
+        for d in crate::providers::defaults(*p, &ctx) {
+            b.annotation(&d.key, &d.value, &d.reason, d.fixed);
         }
     }
     if config.cluster.flavor == Flavor::Turbo

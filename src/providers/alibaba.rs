@@ -6,7 +6,7 @@
 use super::data;
 use crate::vocab::cel;
 use crate::vocab::checks::duplicates;
-use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::service::Svc;
@@ -601,6 +601,13 @@ fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
         needs("sticky-session-type", Some("server"), "cookie", None),
         needs("vswitch-id", None, "address-type", Some("intranet")),
     ])
+}
+
+/// Alibaba's defaults: the reused load balancer's address type from the inventory.
+pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
+    super::inventory_address_type(ctx, &CATALOG)
+        .into_iter()
+        .collect()
 }
 
 #[cfg(test)]

@@ -6,9 +6,10 @@
 use super::data;
 use crate::vocab::cel;
 use crate::vocab::checks::{require_version, version_too_old};
-use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::version::Known;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 pub static CATALOG: Catalog = Catalog {
@@ -106,6 +107,28 @@ fn ip_mode_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
         .same_when(a.value),
     ])
+}
+
+/// CTyun's defaults: the reused load balancer's address type from the inventory, and
+/// `-ip-mode: proxy` for `externalTrafficPolicy: Local` on 1.30+ (`defaults.ctyunIpModeProxy`).
+pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
+    let cat = &CATALOG;
+    let mut out: Vec<Proposed> = super::inventory_address_type(ctx, cat)
+        .into_iter()
+        .collect();
+    if let Some(new) = ctx.new
+        && ctx.config.defaults.ctyun_ip_mode_proxy
+        && new.traffic_policy() == Some("Local")
+        && matches!(ctx.cluster_version, Known::Yes(v) if *v >= IP_MODE_MIN)
+    {
+        out.push(Proposed {
+            key: cat.key("ip-mode"),
+            value: "proxy".into(),
+            reason: "defaults.ctyunIpModeProxy: in-cluster clients of the LB IP go through the load balancer".into(),
+            fixed: false,
+        });
+    }
+    out
 }
 
 #[cfg(test)]

@@ -6,6 +6,7 @@ pub mod data;
 pub mod huawei;
 pub mod volcengine;
 
+use crate::vocab::ctx::{Ctx, Proposed};
 pub use crate::vocab::provider::{Catalog, Provider};
 
 /// The catalog for a provider.
@@ -16,4 +17,32 @@ pub fn catalog(p: Provider) -> &'static Catalog {
         Provider::Huawei => &huawei::CATALOG,
         Provider::Volcengine => &volcengine::CATALOG,
     }
+}
+
+/// The defaults provider `p` proposes for the Service in `ctx` (config.defaults and the
+/// inventory), in the order they are applied.
+pub fn defaults(p: Provider, ctx: &Ctx) -> Vec<Proposed> {
+    match p {
+        Provider::Ctyun => ctyun::defaults(ctx),
+        Provider::Alibaba => alibaba::defaults(ctx),
+        Provider::Huawei => huawei::defaults(ctx),
+        Provider::Volcengine => volcengine::defaults(ctx),
+    }
+}
+
+/// The reused load balancer's address type, from the inventory, when the Service names the
+/// load balancer but no address type (CTyun and Alibaba read it from the Service).
+fn inventory_address_type(ctx: &Ctx, cat: &'static Catalog) -> Option<Proposed> {
+    let new = ctx.new?;
+    if !ctx.inventory.configured() || cat.get(new, "address-type").is_some() {
+        return None;
+    }
+    let id = cat.get(new, "id")?;
+    let t = ctx.inventory.get(cat.provider, id.value)?.address_type?;
+    Some(Proposed {
+        key: cat.key("address-type"),
+        value: t.as_str().to_string(),
+        reason: "the reused load balancer's address type, from the inventory".into(),
+        fixed: true,
+    })
 }

@@ -4,7 +4,7 @@
 use super::data;
 use crate::vocab::cel;
 use crate::vocab::checks::{duplicates, require_version, version_too_old};
-use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{KubeVersion, VersionOf};
@@ -391,6 +391,20 @@ fn nlb_requires_ccm_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static st
         )
         .same_when(a.value),
     ])
+}
+
+/// Volcengine's defaults: a weight for a reused load balancer (`defaults.volcengineWeight`).
+pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
+    let cat = &CATALOG;
+    match (ctx.new, ctx.config.defaults.volcengine_weight) {
+        (Some(new), Some(w)) if cat.get(new, "id").is_some() => vec![Proposed {
+            key: cat.key("weight"),
+            value: w.to_string(),
+            reason: "defaults.volcengineWeight: a reused load balancer needs a weight".into(),
+            fixed: true,
+        }],
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]

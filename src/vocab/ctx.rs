@@ -252,3 +252,14 @@ impl Default for Findings {
         Self::new()
     }
 }
+
+/// A default a provider proposes for the Service in `Ctx`: the engine sets the annotation
+/// only where the user set nothing. `fixed` marks keys that cannot change once the Service
+/// exists (on an update the live value is kept instead of a late default).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Proposed {
+    pub key: String,
+    pub value: String,
+    pub reason: String,
+    pub fixed: bool,
+}

@@ -10,7 +10,7 @@ use super::data;
 use crate::vocab::cel;
 use crate::vocab::checks::{protocol_entries, require_version, version_too_old};
 use crate::vocab::config::Flavor;
-use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
 use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
 use crate::vocab::service::Svc;
@@ -354,6 +354,25 @@ fn turbo_cluster_policy_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
         .same_when("'local'"),
     ])
+}
+
+/// Huawei's defaults: the ELB class for an `elb.id` or `elb.autocreate` given without one
+/// (`defaults.huaweiElbClass`).
+pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
+    let cat = &CATALOG;
+    match (ctx.new, &ctx.config.defaults.huawei_elb_class) {
+        (Some(new), Some(class))
+            if cat.get(new, "id").is_some() || cat.get(new, "autocreate").is_some() =>
+        {
+            vec![Proposed {
+                key: cat.key("class"),
+                value: class.clone(),
+                reason: "defaults.huaweiElbClass".into(),
+                fixed: true,
+            }]
+        }
+        _ => Vec::new(),
+    }
 }
 
 #[cfg(test)]
