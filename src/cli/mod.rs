@@ -96,9 +96,12 @@ pub enum Command {
     ExportVap(export_vap::ExportArgs),
     /// List every rule: id, providers, class, default action.
     Rules {
-        /// Print the README's Markdown table.
+        /// Print the rules reference's Markdown table.
         #[arg(long)]
         markdown: bool,
+        /// Only the rules that apply to this provider (ctyun, alibaba, huawei, volcengine).
+        #[arg(long)]
+        provider: Option<crate::vocab::provider::Provider>,
     },
 }
 
@@ -125,11 +128,14 @@ pub fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Rules { markdown } => {
+        Command::Rules { markdown, provider } => {
             if markdown {
-                out!("{}", crate::rules::markdown_table());
+                out!("{}", crate::rules::markdown_table_for(provider));
             } else {
-                for r in crate::rules::registry() {
+                for r in crate::rules::registry()
+                    .iter()
+                    .filter(|r| provider.is_none_or(|p| r.providers.contains(&p)))
+                {
                     let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
                     outln!(
                         "{:<34} {:<5} {:<10} {:<32} {}",

@@ -32,12 +32,20 @@ pub fn find(id: &str) -> Option<&'static Rule> {
     registry().iter().copied().find(|r| r.id == id)
 }
 
-/// The rule table as Markdown (README and `lbguard rules --markdown`).
+/// The rule table as Markdown (the book's rules reference and `lbguard rules --markdown`).
 pub fn markdown_table() -> String {
+    markdown_table_for(None)
+}
+
+/// The table of the rules that apply to `provider` (all rules when `None`).
+pub fn markdown_table_for(provider: Option<crate::vocab::provider::Provider>) -> String {
     let mut out = String::from(
         "| id | providers | class | default | what it checks | export-vap |\n|---|---|---|---|---|---|\n",
     );
-    for r in registry() {
+    for r in registry()
+        .iter()
+        .filter(|r| provider.is_none_or(|p| r.providers.contains(&p)))
+    {
         let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
         let vap = match r.vap {
             crate::vocab::rule::Vap::Cel(_) => "yes".to_string(),
@@ -49,7 +57,8 @@ pub fn markdown_table() -> String {
             providers.join(", "),
             r.class.as_str(),
             r.default.as_str(),
-            r.title,
+            // `<port>` in a title is text, not an HTML tag.
+            r.title.replace('<', "&lt;").replace('>', "&gt;"),
             vap
         ));
     }
@@ -108,12 +117,35 @@ mod tests {
     }
 
     #[test]
-    fn readme_table_matches_registry() {
-        let readme = include_str!("../../README.md");
+    fn book_tables_match_registry() {
+        let book = include_str!("../../docs/src/rules.md");
         assert!(
-            readme.contains(&markdown_table()),
-            "README rule table is stale: run scripts/rules-table"
+            book.contains(&markdown_table()),
+            "the rules reference (docs/src/rules.md) is stale: run scripts/rules-table"
         );
+        for (p, page) in [
+            (
+                Provider::Ctyun,
+                include_str!("../../docs/src/providers/ctyun.md"),
+            ),
+            (
+                Provider::Alibaba,
+                include_str!("../../docs/src/providers/alibaba.md"),
+            ),
+            (
+                Provider::Huawei,
+                include_str!("../../docs/src/providers/huawei.md"),
+            ),
+            (
+                Provider::Volcengine,
+                include_str!("../../docs/src/providers/volcengine.md"),
+            ),
+        ] {
+            assert!(
+                page.contains(&markdown_table_for(Some(p))),
+                "the {p:?} page's rule table is stale: run scripts/rules-table"
+            );
+        }
     }
 
     #[test]

@@ -51,31 +51,52 @@ pub fn of_kind<'a>(objects: &'a [Value], kind: &str) -> Vec<&'a Value> {
     objects.iter().filter(|o| o["kind"] == kind).collect()
 }
 
-/// The chart values of the e2e install: the chart's defaults, but every example's facts
-/// known (inventory, cloud controller versions and identity), deletion protection on and a
-/// short audit interval so reports follow quickly.
+/// `over` merged into `base`, objects key by key.
+fn merge(base: &mut Value, over: &Value) {
+    match (base, over) {
+        (Value::Object(b), Value::Object(o)) => {
+            for (k, v) in o {
+                merge(b.entry(k.clone()).or_insert(Value::Null), v);
+            }
+        }
+        (b, o) => *b = o.clone(),
+    }
+}
+
+/// The chart values of the e2e install: the tutorial's (`examples/tutorial-values.yaml`, so
+/// the tutorial runs against what it tells users to install), with every example's facts
+/// known (the whole example inventory, the cloud controller's version and identity), this
+/// run's certificate, and a short audit interval so reports follow quickly.
 pub fn values(ca_pem: &str) -> Value {
     let inventory: Value = lbguard::yaml::from_str(
         &std::fs::read_to_string(format!("{EXAMPLES}/inventory/inventory.yaml")).unwrap(),
     )
     .unwrap();
-    json!({
-        "certificates": {"mode": "secret", "secret": {
-            "name": "lbguard-tls",
-            "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
-        }},
-        "webhook": {"protectDeletion": true},
-        "inventory": {"enabled": true, "loadBalancers": inventory["loadBalancers"]},
-        "config": {
-            "cluster": {"vpcId": "vpc-123"},
-            "ccm": {
-                "version": "v2.10.0",
-                "users": ["system:serviceaccount:kube-system:cloud-controller-manager"],
+    let mut values: Value = lbguard::yaml::from_str(
+        &std::fs::read_to_string(format!("{EXAMPLES}/tutorial-values.yaml")).unwrap(),
+    )
+    .unwrap();
+    merge(
+        &mut values,
+        &json!({
+            "certificates": {"mode": "secret", "secret": {
+                "name": "lbguard-tls",
+                "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
+            }},
+            "webhook": {"protectDeletion": true},
+            "inventory": {"enabled": true, "loadBalancers": inventory["loadBalancers"]},
+            "config": {
+                "cluster": {"vpcId": "vpc-123"},
+                "ccm": {
+                    "version": "v2.10.0",
+                    "users": ["system:serviceaccount:kube-system:cloud-controller-manager"],
+                },
+                "audit": {"interval": "1s"},
+                "claims": {"grace": "5s", "gcInterval": "2s"},
             },
-            "audit": {"interval": "1s"},
-            "claims": {"grace": "5s", "gcInterval": "2s"},
-        },
-    })
+        }),
+    );
+    values
 }
 
 /// One `lbguard serve` process, talking to one API server.

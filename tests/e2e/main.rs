@@ -21,6 +21,7 @@ mod examples;
 mod metrics;
 mod reports;
 mod restart;
+mod tutorial;
 mod vap;
 
 use std::future::Future;
@@ -90,6 +91,8 @@ macro_rules! cases {
 
 fn cases() -> Vec<(&'static str, Case)> {
     cases![
+        // First: the tutorial creates the namespace the examples use.
+        "tutorial_runs_as_written" => tutorial::run,
         "examples_through_the_api_server" => examples::run,
         "deletion_protection" => examples::deletion_protection,
         "claims_hold_across_api_servers_and_replicas" => claims::run,
@@ -205,7 +208,8 @@ async fn run(assets: PathBuf, filters: Vec<String>, bench: bool) -> ExitCode {
             continue;
         }
         // The report CRDs are not part of an envtest download: outside CI they are optional.
-        if name.starts_with("reports") && std::env::var_os("LBGUARD_E2E_CRDS").is_none() && !ci {
+        let needs_crds = name.starts_with("reports") || name.starts_with("tutorial");
+        if needs_crds && std::env::var_os("LBGUARD_E2E_CRDS").is_none() && !ci {
             println!(
                 "test {name} ... skipped: LBGUARD_E2E_CRDS (the policy report CRDs' directory) is not set"
             );

@@ -19,7 +19,7 @@ fn crds_dir() -> PathBuf {
 }
 
 /// Installs the CRDs of one group and waits until they are established.
-async fn install_crds(admin: &kube::Client, group: &str) -> Vec<Value> {
+pub async fn install_crds(admin: &kube::Client, group: &str) -> Vec<Value> {
     let mut crds = Vec::new();
     for e in std::fs::read_dir(crds_dir()).unwrap() {
         let p = e.unwrap().path();
