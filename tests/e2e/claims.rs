@@ -38,28 +38,27 @@ async fn pair(env: &Env, round: &str, k: usize) -> (Service, Service) {
 
 struct Service(Value, Reply);
 
+/// The Services of a round, both sides.
+async fn services_of(env: &Env, round: &str) -> Vec<Value> {
+    let mut out = Vec::new();
+    for side in ["a", "b"] {
+        let path = format!("/api/v1/namespaces/{round}-{side}/services");
+        let r = call(&env.admin[0], "GET", &path, None).await;
+        out.extend(r.body["items"].as_array().cloned().unwrap_or_default());
+    }
+    out
+}
+
 async fn stored(env: &Env, round: &str, k: usize) -> usize {
     let lb = format!("lb-e2e-{round}-{k}");
-    let mut n = 0;
-    for side in ["a", "b"] {
-        let r = call(
-            &env.admin[0],
-            "GET",
-            &format!("/api/v1/namespaces/{round}-{side}/services"),
-            None,
-        )
-        .await;
-        n += r.body["items"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|s| {
-                s["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id"]
-                    == lb.as_str()
-            })
-            .count();
-    }
-    n
+    services_of(env, round)
+        .await
+        .iter()
+        .filter(|s| {
+            s["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id"]
+                == lb.as_str()
+        })
+        .count()
 }
 
 async fn claims(env: &Env) -> Vec<Value> {
@@ -76,20 +75,10 @@ async fn claims(env: &Env) -> Vec<Value> {
 }
 
 async fn clear(env: &Env, round: &str) {
-    for side in ["a", "b"] {
-        let r = call(
-            &env.admin[0],
-            "GET",
-            &format!("/api/v1/namespaces/{round}-{side}/services"),
-            None,
-        )
-        .await;
-        for s in r.body["items"].as_array().cloned().unwrap_or_default() {
-            let mut s = s;
-            s["apiVersion"] = "v1".into();
-            s["kind"] = "Service".into();
-            plane::delete(&env.admin[0], &s).await.expect_ok("delete");
-        }
+    for mut s in services_of(env, round).await {
+        s["apiVersion"] = "v1".into();
+        s["kind"] = "Service".into();
+        plane::delete(&env.admin[0], &s).await.expect_ok("delete");
     }
 }
 

@@ -201,8 +201,15 @@ fn assert_defaults(what: &str, file_obj: &Value, stored: &Value, defaults: &[Val
     }
 }
 
+/// The update examples: the live Service, and the one sent in its place.
+pub const UPDATES: [(&str, &str); 3] = [
+    ("alibaba-live", "alibaba-other-lb"),
+    ("volcengine-live", "volcengine-other-group"),
+    ("huawei-live-unmanaged", "huawei-managed-again"),
+];
+
 /// Files checked one by one as CREATEs in an empty cluster.
-fn single_files() -> Vec<std::path::PathBuf> {
+pub fn single_files() -> Vec<std::path::PathBuf> {
     let mut files = Vec::new();
     for dir in ["ctyun", "alibaba", "huawei", "volcengine", "inventory"] {
         for e in std::fs::read_dir(format!("{EXAMPLES}/{dir}")).unwrap() {
@@ -285,11 +292,7 @@ pub async fn run(env: &mut Env) {
     }
 
     // Updates: the live Service, then the new one in its place.
-    for (old, new) in [
-        ("alibaba-live", "alibaba-other-lb"),
-        ("volcengine-live", "volcengine-other-group"),
-        ("huawei-live-unmanaged", "huawei-managed-again"),
-    ] {
+    for (old, new) in UPDATES {
         let old_file = format!("{EXAMPLES}/updates/{old}.yaml");
         let new_file = format!("{EXAMPLES}/updates/{new}.yaml");
         let live = services(Path::new(&old_file)).remove(0);

@@ -10,7 +10,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::Env;
-use crate::examples::{check, rule_ids, services};
+use crate::examples::{UPDATES, check, rule_ids, services, single_files};
 use crate::install::EXAMPLES;
 use crate::plane::{self, Reply, call, collection, eventually, object_path};
 
@@ -96,6 +96,22 @@ fn compare(what: &str, got: &Reply, want: &Want) {
     assert_eq!(warnings, want.warnings, "{what}: Warning lines");
 }
 
+/// Waits until a dry run of `probe` through every API server gets an answer `done` accepts.
+async fn until_every_api_server(
+    env: &Env,
+    probe: &Value,
+    what: &str,
+    done: impl Fn(&Reply) -> bool,
+) {
+    for client in &env.admin {
+        eventually(Duration::from_secs(30), what, || async {
+            let path = "/api/v1/namespaces/default/services?dryRun=All";
+            done(&call(client, "POST", path, Some(probe)).await).then_some(())
+        })
+        .await;
+    }
+}
+
 fn is_policy(o: &Value) -> bool {
     o["kind"] == "ValidatingAdmissionPolicy"
 }
@@ -145,37 +161,13 @@ pub async fn run(env: &mut Env) {
         "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
     });
     // Each API server loads policies on its own: probe through every one.
-    for client in &env.admin {
-        eventually(
-            Duration::from_secs(30),
-            "the policies are in effect",
-            || async {
-                let r = call(
-                    client,
-                    "POST",
-                    "/api/v1/namespaces/default/services?dryRun=All",
-                    Some(&probe),
-                )
-                .await;
-                r.message()
-                    .contains("lbguard-address-type-value")
-                    .then_some(())
-            },
-        )
-        .await;
-    }
+    until_every_api_server(env, &probe, "the policies are in effect", |r| {
+        r.message().contains("lbguard-address-type-value")
+    })
+    .await;
 
     let mut compared = 0;
-    let mut files = Vec::new();
-    for dir in ["ctyun", "alibaba", "huawei", "volcengine", "inventory"] {
-        for e in std::fs::read_dir(format!("{EXAMPLES}/{dir}")).unwrap() {
-            let p = e.unwrap().path();
-            if p.file_name().unwrap() != "inventory.yaml" {
-                files.push(p);
-            }
-        }
-    }
-    files.sort();
+    let files = single_files();
     for (i, file) in files.iter().enumerate() {
         let what = file.display().to_string();
         let wants = want(env, &ids, &[file.to_str().unwrap()]);
@@ -188,11 +180,7 @@ pub async fn run(env: &mut Env) {
         }
     }
     // Updates: the live Service stored (the policies admit it), the new one sent in its place.
-    for (old, new) in [
-        ("alibaba-live", "alibaba-other-lb"),
-        ("volcengine-live", "volcengine-other-group"),
-        ("huawei-live-unmanaged", "huawei-managed-again"),
-    ] {
+    for (old, new) in UPDATES {
         let old_file = format!("{EXAMPLES}/updates/{old}.yaml");
         let new_file = format!("{EXAMPLES}/updates/{new}.yaml");
         let live = services(Path::new(&old_file)).remove(0);
@@ -243,19 +231,7 @@ pub async fn run(env: &mut Env) {
     for o in objects.iter().rev() {
         plane::delete(&admin, o).await;
     }
-    for client in &env.admin {
-        eventually(Duration::from_secs(30), "the policies are gone", || async {
-            let r = call(
-                client,
-                "POST",
-                "/api/v1/namespaces/default/services?dryRun=All",
-                Some(&probe),
-            )
-            .await;
-            r.ok().then_some(())
-        })
-        .await;
-    }
+    until_every_api_server(env, &probe, "the policies are gone", Reply::ok).await;
     kept["metadata"]["annotations"]
         .as_object_mut()
         .unwrap()
