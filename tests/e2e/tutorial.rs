@@ -90,6 +90,17 @@ fn run_step(env: &Env, step: &Step) -> String {
 pub async fn run(env: &mut Env) {
     // Step 5 needs a policy report API, as the page says.
     crate::reports::install_crds(&env.admin[0], "wgpolicyk8s.io").await;
+    let kubectl = run_step(
+        env,
+        &Step {
+            command: "command -v kubectl".into(),
+            expected: vec![],
+        },
+    );
+    assert!(
+        !kubectl.trim().is_empty(),
+        "the tutorial needs kubectl on PATH or in KUBEBUILDER_ASSETS"
+    );
     let page = std::fs::read_to_string(PAGE).unwrap();
     let steps = steps(&page);
     assert!(steps.len() >= 6, "{steps:?}");
