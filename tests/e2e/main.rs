@@ -21,6 +21,7 @@ mod examples;
 mod metrics;
 mod reports;
 mod restart;
+mod rolling;
 mod tutorial;
 mod vap;
 
@@ -99,6 +100,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         "reports_pass_the_crd_schemas" => reports::run,
         "exported_policies_agree_with_the_webhook" => vap::run,
         "secure_metrics_with_real_token_reviews" => metrics::run,
+        "rolling_restart_loses_no_create" => rolling::run,
         "api_server_restart" => restart::run,
     ]
 }
