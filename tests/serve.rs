@@ -6,15 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Client, fixture};
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+use common::{Client, fixture, free_port};
 
 /// `lbguard serve --dev` on a free port with no cluster in reach; stdout and stderr as given.
 fn lbguard(dir: &std::path::Path, args: &[&str], output: fn() -> Stdio) -> (Child, u16) {

@@ -132,10 +132,7 @@ pub fn run(cli: Cli) -> ExitCode {
             if markdown {
                 out!("{}", crate::rules::markdown_table_for(provider));
             } else {
-                for r in crate::rules::registry()
-                    .iter()
-                    .filter(|r| provider.is_none_or(|p| r.providers.contains(&p)))
-                {
+                for r in crate::rules::for_provider(provider) {
                     let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
                     outln!(
                         "{:<34} {:<5} {:<10} {:<32} {}",

@@ -32,6 +32,16 @@ pub fn find(id: &str) -> Option<&'static Rule> {
     registry().iter().copied().find(|r| r.id == id)
 }
 
+/// The rules that apply to `provider` (all when `None`), in registry order.
+pub fn for_provider(
+    provider: Option<crate::vocab::provider::Provider>,
+) -> impl Iterator<Item = &'static Rule> {
+    registry()
+        .iter()
+        .copied()
+        .filter(move |r| provider.is_none_or(|p| r.providers.contains(&p)))
+}
+
 /// The rule table as Markdown (the book's rules reference and `lbguard rules --markdown`).
 pub fn markdown_table() -> String {
     markdown_table_for(None)
@@ -42,10 +52,7 @@ pub fn markdown_table_for(provider: Option<crate::vocab::provider::Provider>) ->
     let mut out = String::from(
         "| id | providers | class | default | what it checks | export-vap |\n|---|---|---|---|---|---|\n",
     );
-    for r in registry()
-        .iter()
-        .filter(|r| provider.is_none_or(|p| r.providers.contains(&p)))
-    {
+    for r in for_provider(provider) {
         let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
         let vap = match r.vap {
             crate::vocab::rule::Vap::Cel(_) => "yes".to_string(),

@@ -170,19 +170,8 @@ fn export_rule(
         .map_err(String::from)?;
         for c in checks {
             let violates_now = on(&c.violates, "object");
-            if c.advisory {
-                advice.push(Validation {
-                    expression: format!(
-                        "!({} && {applies_new} && ({violates_now}))",
-                        gate(rule.gate)
-                    ),
-                    message_expression: Some(on(&c.message, "object")),
-                    reason: Some("Forbidden".into()),
-                    ..Default::default()
-                });
-                continue;
-            }
-            // The engine lets an update keep a denial the live LoadBalancer already had.
+            // The engine lets an update keep a denial the live LoadBalancer already had
+            // (advice has no witness: a warning is never kept or dropped by the ratchet).
             let ratchet = match (&c.witness, action, rule.gate) {
                 (Some(w), Action::Deny, Gate::Admit) => format!(
                     " || (oldObject != null && {} && {applies_old} && ({}) && ({}) == ({}))",
@@ -193,7 +182,12 @@ fn export_rule(
                 ),
                 _ => String::new(),
             };
-            validations.push(Validation {
+            let into = if c.advisory {
+                &mut advice
+            } else {
+                &mut validations
+            };
+            into.push(Validation {
                 expression: format!(
                     "!({} && {applies_new} && ({violates_now})){ratchet}",
                     gate(rule.gate)

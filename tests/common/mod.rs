@@ -21,6 +21,14 @@ use tokio_rustls::client::TlsStream;
 
 pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
+/// A loopback port the kernel just handed out (free now; good enough on a test host).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free loopback port")
+}
+
 pub fn fixture(name: &str) -> Value {
     let text = std::fs::read_to_string(format!("{FIXTURES}/{name}")).unwrap();
     serde_json::from_str(&text).unwrap()

@@ -14,13 +14,7 @@ use rcgen::{
 };
 use serde_json::{Value, json};
 
-/// A port the kernel just handed out (free now; good enough on a test host).
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("a free loopback port")
-}
+pub use crate::common::free_port;
 
 /// The certificates of one run: one CA signs the API servers', the admin's and lbguard's.
 pub struct Pki {
