@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 use arc_swap::ArcSwap;
 use serde::{Deserialize, Serialize};
 
-use crate::vocab::ctx::Inventory;
+use crate::vocab::ctx::{Inventory, Lookup};
 pub use crate::vocab::lb::{
     AddressType, Attachment, CreatedBy, Family, LbKind, Listener, LoadBalancer, protocol_family,
 };
@@ -131,8 +131,11 @@ impl Inventory for Snapshot {
         self.configured
     }
 
-    fn get(&self, provider: Provider, id: &str) -> Option<&LoadBalancer> {
-        self.by_id.get(&(provider, id.to_string()))
+    fn lookup(&self, provider: Provider, id: &str) -> Lookup<'_> {
+        match self.by_id.get(&(provider, id.to_string())) {
+            Some(lb) => Lookup::Found(lb),
+            None => Lookup::Unknown,
+        }
     }
 }
 

@@ -5,6 +5,7 @@ pub use vocab::{config, yaml};
 
 pub mod claims;
 pub mod cli;
+pub mod cloud;
 pub mod cluster;
 pub mod engine;
 pub mod inventory;

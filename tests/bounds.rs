@@ -69,11 +69,12 @@ async fn a_thousand_idle_or_slow_connections_do_not_starve_real_requests() {
     let busy = p99(&c, 4, 800).await;
     assert_eq!(held.len(), 1000);
     eprintln!("p99 quiet {quiet} µs, with 1,000 idle/slow connections {busy} µs");
-    // Starvation would cost seconds; allow 3x the quiet figure plus 5 ms, since the other
-    // tests of this file run at the same time on a 2-core CI machine.
+    // Starvation shows as requests waiting for a handshake or header timeout (seconds). The
+    // latency itself is a benchmark figure, not asserted here: a shared 2-core CI host makes
+    // any tight ratio flaky.
     assert!(
-        busy <= 3 * quiet + 5000,
-        "p99 with 1,000 idle/slow connections {busy} µs vs {quiet} µs without"
+        busy < 1_000_000,
+        "p99 with 1,000 idle/slow connections {busy} µs (quiet {quiet} µs): requests are starved"
     );
 }
 

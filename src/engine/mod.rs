@@ -291,22 +291,28 @@ fn evaluate_once(
             });
         }
     }
-    let unknown_action = config.inventory.unknown_load_balancer;
-    if unknown_action != Action::Off {
-        for (f, rules) in unknown {
-            verdict.violations.push(Violation {
-                rule: f.rule,
-                action: unknown_action,
-                message: format!(
-                    "[{}] {} (rules that could not decide: {}; inventory.unknownLoadBalancer: {})",
-                    f.rule,
-                    f.message,
-                    rules.join(", "),
-                    unknown_action.as_str()
-                ),
-                field: f.field,
-            });
+    for (f, rules) in unknown {
+        let (action, setting, value) = if f.cloud_error {
+            let on = config.inventory.cloud.on_error;
+            (on.action(), "inventory.cloud.onError", on.as_str())
+        } else {
+            let a = config.inventory.unknown_load_balancer;
+            (a, "inventory.unknownLoadBalancer", a.as_str())
+        };
+        if action == Action::Off {
+            continue;
         }
+        verdict.violations.push(Violation {
+            rule: f.rule,
+            action,
+            message: format!(
+                "[{}] {} (rules that could not decide: {}; {setting}: {value})",
+                f.rule,
+                f.message,
+                rules.join(", "),
+            ),
+            field: f.field,
+        });
     }
     verdict
 }

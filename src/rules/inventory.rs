@@ -3,7 +3,7 @@
 //! `inventory.unknownLoadBalancer`. Without an inventory configured these rules are silent.
 
 use super::listeners::listener_ports;
-use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::ctx::{Ctx, Findings, Lookup};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
 use crate::vocab::rule::{Rule, Vap, rule};
@@ -12,6 +12,17 @@ const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];
 const PORT_PROVIDERS: &[Provider] = &[Provider::Ctyun, Provider::Alibaba, Provider::Huawei];
 
 pub static RULES: &[Rule] = &[
+    rule!(
+        "lb-exists",
+        &Provider::ALL,
+        Inventory,
+        Admit,
+        Deny,
+        "The LB id names a load balancer that exists in the cluster's region: the cloud's API answered \"not found\" (with the cloud source; a file inventory cannot tell)",
+        "000, 001, 004: reuse is of an existing instance \"您通过负载均衡控制台手动创建的实例\"; 002 \"kubernetes.io/elb.id ... ID of a load balancer\"",
+        lb_exists,
+        Vap::No("reads the cloud's load balancer API")
+    ),
     rule!(
         "address-type-match",
         CTYUN_ALIBABA,
@@ -80,15 +91,42 @@ pub fn reused<'a>(
         return None;
     }
     let id = cat.get(ctx.new?, "id")?;
-    match ctx.inventory.get(cat.provider, id.value) {
-        Some(lb) => Some((id, lb)),
-        None => {
-            out.unknown(
+    match ctx.inventory.lookup(cat.provider, id.value) {
+        Lookup::Found(lb) => Some((id, lb)),
+        // lb-exists reports it; nothing else can be said of a load balancer that is not there.
+        Lookup::NotFound { .. } => None,
+        Lookup::Unavailable(cause) => {
+            out.unavailable(
                 annotation_field(id.key),
-                format!("load balancer \"{}\" ({}) is not in the load balancer inventory, so lbguard cannot check it; add it to the inventory file", id.value, id.key),
+                format!("lbguard could not read load balancer \"{}\" ({}) from the {} API: {cause}; retry, or add it to the inventory file", id.value, id.key, cat.provider),
             );
             None
         }
+        Lookup::Unknown => {
+            out.unknown(
+                annotation_field(id.key),
+                format!("load balancer \"{}\" ({}) is not in the load balancer inventory, so lbguard cannot check it; add it to the inventory file or turn on inventory.cloud", id.value, id.key),
+            );
+            None
+        }
+    }
+}
+
+/// Reading: only a request that binds the Service to the id is checked (a create, a new
+/// LoadBalancer, a changed id). A load balancer deleted at the cloud under a running Service
+/// does not block that Service's updates: the CCM reports it, and blocking would keep the
+/// user from pointing the Service elsewhere or removing the annotation.
+fn lb_exists(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let Some(id) = cat.get(new, "id") else { return };
+    if !takes_lb(ctx, cat) {
+        return;
+    }
+    if let Lookup::NotFound { region } = ctx.inventory.lookup(cat.provider, id.value) {
+        out.push(
+            annotation_field(id.key),
+            format!("{}: \"{}\" names no load balancer in region {region}: the {} API answered \"not found\"; check the id (and the region), or remove the annotation to let the CCM create one", id.key, id.value, cat.provider),
+        );
     }
 }
 

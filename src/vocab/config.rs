@@ -171,6 +171,9 @@ pub enum ProxyMode {
 pub struct ClusterConfig {
     /// Overrides the API server's `/version` (e.g. CCE's `v1.29.15-r90`).
     pub version: Option<String>,
+    /// The cluster's id at the cloud (ACK's `c…`, CCE's cluster id): tells this cluster's
+    /// listeners on a shared load balancer from another cluster's (inventory.cloud).
+    pub id: Option<String>,
     pub flavor: Flavor,
     pub proxy_mode: ProxyMode,
     pub vpc_id: Option<String>,
@@ -375,8 +378,11 @@ impl Default for Defaults {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct InventoryConfig {
+    /// The file; its entries override the cloud's for the same id.
     pub path: Option<String>,
     pub unknown_load_balancer: Action,
+    /// The clouds' own load balancer APIs.
+    pub cloud: CloudConfig,
 }
 
 impl Default for InventoryConfig {
@@ -384,6 +390,73 @@ impl Default for InventoryConfig {
         Self {
             path: None,
             unknown_load_balancer: Action::Warn,
+            cloud: CloudConfig::default(),
+        }
+    }
+}
+
+/// `inventory.cloud`: load balancer facts read from the provider's API, cached.
+#[derive(Debug, Clone, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct CloudConfig {
+    pub enabled: bool,
+    /// Default: the nodes' `topology.kubernetes.io/region` label.
+    pub region: Option<String>,
+    /// An https URL that replaces the provider's public endpoint (a private endpoint, a proxy).
+    pub endpoint: Option<String>,
+    /// A directory with the files `accessKeyId`, `accessKeySecret` and, optionally,
+    /// `securityToken` (and `projectId` on Huawei). Default: the environment.
+    pub credentials_dir: Option<String>,
+    /// How often every load balancer a Service names is read again.
+    pub refresh: Seconds,
+    /// The budget of one admission's look-up of a load balancer not yet cached.
+    pub timeout: Seconds,
+    /// Requests per second to the cloud from one replica.
+    pub qps: u32,
+    pub on_error: OnCloudError,
+}
+
+impl Default for CloudConfig {
+    fn default() -> Self {
+        Self {
+            enabled: false,
+            region: None,
+            endpoint: None,
+            credentials_dir: None,
+            refresh: Seconds(std::time::Duration::from_secs(300)),
+            timeout: Seconds(std::time::Duration::from_millis(1500)),
+            qps: 5,
+            on_error: OnCloudError::Warn,
+        }
+    }
+}
+
+/// What an admission gets when the cloud cannot say in time what a load balancer is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OnCloudError {
+    Deny,
+    /// Admit with a warning that names the load balancer and the cause.
+    #[default]
+    Warn,
+    /// Admit silently.
+    Allow,
+}
+
+impl OnCloudError {
+    pub fn action(self) -> Action {
+        match self {
+            OnCloudError::Deny => Action::Deny,
+            OnCloudError::Warn => Action::Warn,
+            OnCloudError::Allow => Action::Off,
+        }
+    }
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            OnCloudError::Deny => "deny",
+            OnCloudError::Warn => "warn",
+            OnCloudError::Allow => "allow",
         }
     }
 }
@@ -466,6 +539,32 @@ impl Config {
                 self.claims.timeout.0.as_millis()
             ));
         }
+        let cloud = &self.inventory.cloud;
+        if cloud.timeout.0.is_zero() {
+            problems.push("inventory.cloud.timeout: must be more than 0".into());
+        }
+        if cloud.timeout.0 >= std::time::Duration::from_secs(10) {
+            problems.push(format!(
+                "inventory.cloud.timeout: {} ms leaves no room inside the webhook timeout (at most 30 s, 5 s in the chart); use about a second",
+                cloud.timeout.0.as_millis()
+            ));
+        }
+        if cloud.refresh.0 < std::time::Duration::from_secs(10) {
+            problems.push("inventory.cloud.refresh: must be at least 10s".into());
+        }
+        if cloud.qps == 0 {
+            problems.push("inventory.cloud.qps: must be at least 1".into());
+        }
+        if let Some(e) = &cloud.endpoint
+            && !(e.starts_with("https://") && e.len() > "https://".len())
+        {
+            problems.push(format!(
+                "inventory.cloud.endpoint: \"{e}\" is not an https URL"
+            ));
+        }
+        if cloud.enabled && matches!(self.provider, ProviderChoice::Auto) {
+            problems.push("inventory.cloud.enabled: needs a fixed provider (provider: ctyun, alibaba, huawei or volcengine), not auto: lbguard must know which cloud to ask".into());
+        }
         if self.quotas.listeners_per_load_balancer == 0 {
             problems.push("quotas.listenersPerLoadBalancer: must be at least 1".into());
         }
@@ -514,6 +613,15 @@ defaults:
 inventory:
   path: null
   unknownLoadBalancer: warn
+  cloud:
+    enabled: false
+    region: null
+    endpoint: null
+    credentialsDir: null
+    refresh: 5m
+    timeout: 1500ms
+    qps: 5
+    onError: warn
 "#;
         let c = Config::parse(text, "t.yaml").unwrap();
         assert_eq!(c.provider, ProviderChoice::Auto);
@@ -551,6 +659,44 @@ inventory:
         let e = Config::parse("claims:\n  timeout: 30s\n", "t").unwrap_err();
         assert!(e.to_string().contains("claims.timeout"), "{e}");
         assert!(Config::parse("claims:\n  onError: maybe\n", "t").is_err());
+    }
+
+    #[test]
+    fn cloud_defaults_and_problems() {
+        let c = Config::default().inventory.cloud;
+        assert!(!c.enabled);
+        assert_eq!(c.refresh.0, std::time::Duration::from_secs(300));
+        assert_eq!(c.timeout.0, std::time::Duration::from_millis(1500));
+        assert_eq!((c.qps, c.on_error), (5, OnCloudError::Warn));
+        for (text, want) in [
+            (
+                "inventory:\n  cloud:\n    timeout: 0s\n",
+                "inventory.cloud.timeout",
+            ),
+            ("inventory:\n  cloud:\n    qps: 0\n", "inventory.cloud.qps"),
+            (
+                "inventory:\n  cloud:\n    refresh: 1s\n",
+                "inventory.cloud.refresh",
+            ),
+            (
+                "inventory:\n  cloud:\n    endpoint: http://x\n",
+                "inventory.cloud.endpoint",
+            ),
+            (
+                "inventory:\n  cloud:\n    enabled: true\n",
+                "fixed provider",
+            ),
+        ] {
+            let e = Config::parse(text, "t").unwrap_err().to_string();
+            assert!(e.contains(want), "{text}: {e}");
+        }
+        assert!(Config::parse("inventory:\n  cloud:\n    onError: maybe\n", "t").is_err());
+        let c = Config::parse(
+            "provider: alibaba\ninventory:\n  cloud:\n    enabled: true\n    onError: deny\n",
+            "t",
+        )
+        .unwrap();
+        assert_eq!(c.inventory.cloud.on_error.action(), Action::Deny);
     }
 
     #[test]

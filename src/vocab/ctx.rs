@@ -70,11 +70,31 @@ impl ClusterView for EmptyCluster {
     }
 }
 
+/// What the inventory knows of one load balancer id.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lookup<'a> {
+    Found(&'a LoadBalancer),
+    /// The cloud answered that the region has no load balancer with this id.
+    NotFound {
+        region: &'a str,
+    },
+    /// The cloud could not be asked in time; the cause, for the message.
+    Unavailable(&'a str),
+    /// Neither the file nor the cloud knows it.
+    Unknown,
+}
+
 /// Facts about load balancers that Kubernetes does not hold.
 pub trait Inventory: Send + Sync {
     /// False when no inventory is configured: inventory rules then stay silent.
     fn configured(&self) -> bool;
-    fn get(&self, provider: Provider, id: &str) -> Option<&LoadBalancer>;
+    fn lookup(&self, provider: Provider, id: &str) -> Lookup<'_>;
+    fn get(&self, provider: Provider, id: &str) -> Option<&LoadBalancer> {
+        match self.lookup(provider, id) {
+            Lookup::Found(lb) => Some(lb),
+            _ => None,
+        }
+    }
 }
 
 /// No inventory configured.
@@ -84,8 +104,8 @@ impl Inventory for EmptyInventory {
     fn configured(&self) -> bool {
         false
     }
-    fn get(&self, _: Provider, _: &str) -> Option<&LoadBalancer> {
-        None
+    fn lookup(&self, _: Provider, _: &str) -> Lookup<'_> {
+        Lookup::Unknown
     }
 }
 
@@ -170,6 +190,8 @@ pub struct Finding {
     pub advisory: bool,
     /// The load balancer is not in the inventory: `inventory.unknownLoadBalancer` decides.
     pub unknown: bool,
+    /// With `unknown`: the cloud could not be asked, so `inventory.cloud.onError` decides.
+    pub cloud_error: bool,
     /// Denies even under a warn rule.
     pub escalated: bool,
 }
@@ -218,6 +240,14 @@ impl Findings {
         }
     }
 
+    /// The rule needs a load balancer the cloud could not be asked about in time.
+    pub fn unavailable(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.unknown(field, message);
+        if let Some(last) = self.items.last_mut() {
+            last.cloud_error = true;
+        }
+    }
+
     fn add(&mut self, field: String, message: String, advisory: bool) {
         self.items.push(Finding {
             rule: self.rule,
@@ -225,6 +255,7 @@ impl Findings {
             message,
             advisory,
             unknown: false,
+            cloud_error: false,
             escalated: false,
         });
     }

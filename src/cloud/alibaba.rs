@@ -1,0 +1,343 @@
+//! Alibaba Cloud: CLB through the SLB API (2014-05-15) and NLB through the NLB API
+//! (2022-04-30), RPC style, ACS3-HMAC-SHA256 signed.
+//!
+//! Mapping, with the sources in kubernetes/cloud-provider-alibaba-cloud:
+//! - `createdBy`: the tag `kubernetes.do.not.delete` marks a load balancer the CCM created
+//!   (`pkg/controller/helper/service_utils.go` TAGKEY), `ack.aliyun.com` the cluster's API
+//!   server load balancer (`pkg/controller/service/clbv1/model_applier.go`,
+//!   `isLoadBalancerReusable`: "the tag of the apiserver slb is ack.aliyun.com"). The CCM
+//!   tags a reused one `kubernetes.reused.by.user: "true"` (`clbv1/loadbalancer.go`): that,
+//!   or no such tag, is a user's.
+//! - listener owners: the CCM names its CLB listeners `k8s/{port}/{service}/{namespace}/{cluster id}`
+//!   (`pkg/model/load_balancer.go` ListenerNamedKey) and its NLB listeners
+//!   `k8s.{port}.{protocol}.{service}.{namespace}.{cluster id}` (`pkg/model/nlb/nlb.go`), in the
+//!   listener's description. Another cluster's id (`cluster.id` set) makes it an
+//!   `attachedFrom` entry; without `cluster.id` every such listener counts as this cluster's.
+
+use serde_json::Value;
+
+use super::sign::{self, Req};
+use super::{Call, CloudError, Fact, status_error};
+use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, Listener, LoadBalancer};
+use crate::vocab::provider::Provider;
+
+const SLB_VERSION: &str = "2014-05-15";
+const NLB_VERSION: &str = "2022-04-30";
+
+const NOT_FOUND: &[&str] = &[
+    "InvalidLoadBalancerId.NotFound",
+    "ResourceNotFound.loadBalancer",
+    "ResourceNotFound.LoadBalancer",
+];
+const AUTH: &[&str] = &[
+    "InvalidAccessKeyId.NotFound",
+    "InvalidAccessKeyId.Inactive",
+    "InvalidAccessKeyId",
+    "SignatureDoesNotMatch",
+    "IncompleteSignature",
+    "InvalidSecurityToken.Expired",
+    "InvalidSecurityToken.Malformed",
+    "InvalidSecurityToken.MismatchWithAccessKey",
+    "Forbidden.RAM",
+    "Forbidden.AccessKeyDisabled",
+    "NoPermission",
+    "Forbidden",
+];
+
+pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
+    if id.starts_with("nlb-") {
+        nlb(call, id).await
+    } else {
+        clb(call, id).await
+    }
+}
+
+/// One RPC action; `None` when the load balancer does not exist.
+async fn rpc(
+    call: &Call<'_>,
+    product: &str,
+    version: &str,
+    action: &'static str,
+    mut query: Vec<(String, String)>,
+) -> Result<Option<Value>, CloudError> {
+    let (base, host) = call.base(format!("https://{product}.{}.aliyuncs.com", call.region))?;
+    query.push(("RegionId".into(), call.region.to_string()));
+    let mut req = Req {
+        method: "POST",
+        host,
+        path: "/".into(),
+        query,
+        ..Default::default()
+    };
+    sign::alibaba(&mut req, &call.creds, &call.stamp(), action, version);
+    let answer = call.send(action, &base, &req).await?;
+    let body = answer.json();
+    if answer.status < 300 {
+        return body.map(Some);
+    }
+    let body = body.unwrap_or_default();
+    let code = body["Code"].as_str().unwrap_or_default();
+    let message = call.scrub(body["Message"].as_str().unwrap_or_default());
+    if NOT_FOUND.contains(&code) {
+        return Ok(None);
+    }
+    let what = format!("HTTP {} {code}: {message}", answer.status);
+    if code.starts_with("Throttling") {
+        return Err(CloudError::Throttled(what));
+    }
+    if AUTH.contains(&code) {
+        return Err(CloudError::Auth(what));
+    }
+    Err(status_error(answer.status, code, &message))
+}
+
+fn tags(list: &Value) -> Vec<(String, String)> {
+    list.as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|t| {
+            let k = t["TagKey"].as_str().or(t["Key"].as_str())?;
+            let v = t["TagValue"].as_str().or(t["Value"].as_str()).unwrap_or("");
+            Some((k.to_string(), v.to_string()))
+        })
+        .collect()
+}
+
+fn created_by(tags: &[(String, String)]) -> CreatedBy {
+    let has = |key: &str| tags.iter().any(|(k, _)| k == key);
+    let reused = tags
+        .iter()
+        .any(|(k, v)| k == "kubernetes.reused.by.user" && v == "true");
+    if reused {
+        CreatedBy::User
+    } else if has("kubernetes.do.not.delete") {
+        CreatedBy::Ccm
+    } else if has("ack.aliyun.com") {
+        CreatedBy::Apiserver
+    } else {
+        CreatedBy::User
+    }
+}
+
+fn address_type(v: &Value) -> Option<AddressType> {
+    match v.as_str()?.to_ascii_lowercase().as_str() {
+        "internet" => Some(AddressType::Internet),
+        "intranet" => Some(AddressType::Intranet),
+        _ => None,
+    }
+}
+
+/// The owner of a listener the CCM named, and the attachment when it is another cluster's.
+fn owner(
+    service: &str,
+    namespace: &str,
+    cluster: &str,
+    own: Option<&str>,
+) -> (String, Option<Attachment>) {
+    match own {
+        Some(me) if me != cluster => (
+            format!("{namespace}/{service} (cluster {cluster})"),
+            Some(Attachment {
+                cluster: cluster.into(),
+                namespace: namespace.into(),
+                name: service.into(),
+            }),
+        ),
+        _ => (format!("{namespace}/{service}"), None),
+    }
+}
+
+/// `k8s/{port}/{service}/{namespace}/{cluster}`
+fn clb_owner(description: &str, own: Option<&str>) -> Option<(String, Option<Attachment>)> {
+    let parts: Vec<&str> = description.split('/').collect();
+    match parts.as_slice() {
+        ["k8s", port, svc, ns, cid] if port.parse::<u32>().is_ok() => {
+            Some(owner(svc, ns, cid, own))
+        }
+        _ => None,
+    }
+}
+
+/// `k8s.{port}.{protocol}.{service}.{namespace}.{cluster}` (`{start}_{end}` for a range).
+fn nlb_owner(description: &str, own: Option<&str>) -> Option<(String, Option<Attachment>)> {
+    let parts: Vec<&str> = description.split('.').collect();
+    match parts.as_slice() {
+        ["k8s", _port, _proto, svc, ns, cid] => Some(owner(svc, ns, cid, own)),
+        _ => None,
+    }
+}
+
+fn listener(
+    lb: &mut LoadBalancer,
+    port: &Value,
+    protocol: &Value,
+    description: &str,
+    parse: fn(&str, Option<&str>) -> Option<(String, Option<Attachment>)>,
+    own: Option<&str>,
+) {
+    let Some(port) = port
+        .as_u64()
+        .and_then(|p| u16::try_from(p).ok())
+        .filter(|p| *p > 0)
+    else {
+        return;
+    };
+    let (owner, attached) = parse(description, own).unwrap_or(("external".into(), None));
+    if let Some(a) = attached
+        && !lb.attached_from.contains(&a)
+    {
+        lb.attached_from.push(a);
+    }
+    lb.listeners.push(Listener {
+        port,
+        protocol: protocol.as_str().unwrap_or("TCP").to_ascii_uppercase(),
+        owner,
+    });
+}
+
+fn new_lb(id: &str, kind: LbKind, attrs: &Value) -> LoadBalancer {
+    let tags = tags(if attrs["Tags"].is_array() {
+        &attrs["Tags"]
+    } else {
+        &attrs["Tags"]["Tag"]
+    });
+    LoadBalancer {
+        id: id.into(),
+        provider: Provider::Alibaba,
+        kind: Some(kind),
+        address_type: address_type(&attrs["AddressType"]),
+        vpc_id: attrs["VpcId"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .map(String::from),
+        created_by: Some(created_by(&tags)),
+        listeners: Vec::new(),
+        attached_from: Vec::new(),
+        flavors: Vec::new(),
+    }
+}
+
+async fn clb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
+    let query = vec![("LoadBalancerId".into(), id.to_string())];
+    let Some(attrs) = rpc(
+        call,
+        "slb",
+        SLB_VERSION,
+        "DescribeLoadBalancerAttribute",
+        query,
+    )
+    .await?
+    else {
+        return Ok(Fact::NotFound);
+    };
+    let mut lb = new_lb(id, LbKind::Clb, &attrs);
+    for l in attrs["ListenerPortsAndProtocol"]["ListenerPortAndProtocol"]
+        .as_array()
+        .into_iter()
+        .flatten()
+    {
+        listener(
+            &mut lb,
+            &l["ListenerPort"],
+            &l["ListenerProtocol"],
+            l["Description"].as_str().unwrap_or_default(),
+            clb_owner,
+            call.cluster_id(),
+        );
+    }
+    Ok(Fact::Found(lb))
+}
+
+/// Listener pages read at most (100 listeners each: far past any quota).
+const MAX_PAGES: usize = 10;
+
+async fn nlb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
+    let query = vec![("LoadBalancerId".into(), id.to_string())];
+    let Some(attrs) = rpc(call, "nlb", NLB_VERSION, "GetLoadBalancerAttribute", query).await?
+    else {
+        return Ok(Fact::NotFound);
+    };
+    let mut lb = new_lb(id, LbKind::Nlb, &attrs);
+    let mut token = String::new();
+    for _ in 0..MAX_PAGES {
+        let mut query = vec![
+            ("LoadBalancerIds.1".to_string(), id.to_string()),
+            ("MaxResults".to_string(), "100".to_string()),
+        ];
+        if !token.is_empty() {
+            query.push(("NextToken".into(), token.clone()));
+        }
+        let Some(page) = rpc(call, "nlb", NLB_VERSION, "ListListeners", query).await? else {
+            return Ok(Fact::NotFound);
+        };
+        for l in page["Listeners"].as_array().into_iter().flatten() {
+            listener(
+                &mut lb,
+                &l["ListenerPort"],
+                &l["ListenerProtocol"],
+                l["ListenerDescription"].as_str().unwrap_or_default(),
+                nlb_owner,
+                call.cluster_id(),
+            );
+        }
+        token = page["NextToken"].as_str().unwrap_or_default().to_string();
+        if token.is_empty() {
+            break;
+        }
+    }
+    Ok(Fact::Found(lb))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn t(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+        pairs
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect()
+    }
+
+    #[test]
+    fn creators_follow_the_ccm_tags() {
+        assert_eq!(
+            created_by(&t(&[
+                ("kubernetes.do.not.delete", "a1b2"),
+                ("ack.aliyun.com", "c1")
+            ])),
+            CreatedBy::Ccm
+        );
+        assert_eq!(
+            created_by(&t(&[("ack.aliyun.com", "c1")])),
+            CreatedBy::Apiserver
+        );
+        assert_eq!(
+            created_by(&t(&[
+                ("ack.aliyun.com", "c1"),
+                ("kubernetes.reused.by.user", "true")
+            ])),
+            CreatedBy::User
+        );
+        assert_eq!(created_by(&t(&[("team", "web")])), CreatedBy::User);
+    }
+
+    #[test]
+    fn listener_names_give_owners_and_other_clusters() {
+        assert_eq!(
+            clb_owner("k8s/80/web/shop/c1", Some("c1")),
+            Some(("shop/web".into(), None))
+        );
+        let (o, a) = clb_owner("k8s/80/web/shop/c2", Some("c1")).unwrap();
+        assert_eq!(o, "shop/web (cluster c2)");
+        assert_eq!(a.unwrap().cluster, "c2");
+        assert_eq!(clb_owner("k8s/80/web/shop/c2", None).unwrap().0, "shop/web");
+        assert_eq!(clb_owner("my listener", None), None);
+        assert_eq!(clb_owner("k8s/x/web/shop/c1", None), None);
+        assert_eq!(
+            nlb_owner("k8s.443.TCP.web.shop.c2", Some("c1")).unwrap().0,
+            "shop/web (cluster c2)"
+        );
+        assert_eq!(nlb_owner("k8s.443.TCP.web", None), None);
+    }
+}

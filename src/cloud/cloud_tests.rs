@@ -1,0 +1,75 @@
+use super::*;
+
+#[tokio::test(start_paused = true)]
+async fn the_bucket_gives_qps_tokens_and_refuses_past_the_deadline() {
+    let b = Bucket::new(2);
+    assert!(b.take(None).await && b.take(None).await);
+    let soon = Instant::now() + Duration::from_millis(100);
+    assert!(!b.take(Some(soon)).await, "no token within 100 ms at 2 qps");
+    let later = Instant::now() + Duration::from_millis(600);
+    assert!(b.take(Some(later)).await);
+}
+
+fn lb(id: &str) -> LoadBalancer {
+    LoadBalancer {
+        id: id.into(),
+        provider: Provider::Alibaba,
+        kind: None,
+        address_type: None,
+        vpc_id: Some("vpc-cloud".into()),
+        created_by: None,
+        listeners: Vec::new(),
+        attached_from: Vec::new(),
+        flavors: Vec::new(),
+    }
+}
+
+#[test]
+fn the_file_overrides_the_cloud_and_errors_are_unavailable() {
+    let file = Snapshot::parse(
+        "loadBalancers:\n  - {id: lb-1, provider: alibaba, vpcId: vpc-file}\n",
+        "f.yaml",
+    )
+    .unwrap();
+    let facts = HashMap::from([
+        ("lb-1".to_string(), Ok(Arc::new(Fact::Found(lb("lb-1"))))),
+        ("lb-2".to_string(), Ok(Arc::new(Fact::Found(lb("lb-2"))))),
+        ("lb-3".to_string(), Ok(Arc::new(Fact::NotFound))),
+        (
+            "lb-4".to_string(),
+            Err("HTTP 503 ServiceUnavailable".to_string()),
+        ),
+    ]);
+    let v = View::fixed(Provider::Alibaba, "cn-beijing", Some(Arc::new(file)), facts);
+    assert_eq!(
+        v.get(Provider::Alibaba, "lb-1").unwrap().vpc_id.as_deref(),
+        Some("vpc-file")
+    );
+    assert_eq!(
+        v.get(Provider::Alibaba, "lb-2").unwrap().vpc_id.as_deref(),
+        Some("vpc-cloud")
+    );
+    assert_eq!(
+        v.lookup(Provider::Alibaba, "lb-3"),
+        Lookup::NotFound {
+            region: "cn-beijing"
+        }
+    );
+    assert_eq!(
+        v.lookup(Provider::Alibaba, "lb-4"),
+        Lookup::Unavailable("HTTP 503 ServiceUnavailable")
+    );
+    assert_eq!(v.lookup(Provider::Alibaba, "lb-5"), Lookup::Unknown);
+    assert_eq!(v.lookup(Provider::Ctyun, "lb-2"), Lookup::Unknown);
+}
+
+#[test]
+fn status_errors_are_classified() {
+    assert!(matches!(
+        status_error(429, "x", ""),
+        CloudError::Throttled(_)
+    ));
+    assert!(matches!(status_error(403, "x", ""), CloudError::Auth(_)));
+    assert!(matches!(status_error(502, "x", ""), CloudError::Server(_)));
+    assert!(matches!(status_error(400, "x", "m"), CloudError::Other(m) if m == "HTTP 400 x: m"));
+}

@@ -1,0 +1,126 @@
+//! CTyun: the ELB API (`/v4/elb/show-loadbalancer`, `/v4/elb/list-listener`), EOP signed.
+//!
+//! Mapping: `resourceType` external/internal is the address type, `vpcID` the VPC. CTyun's
+//! CCM is not published and its documentation (seed 000) names no tag or name it puts on the
+//! load balancers and listeners it creates, so `createdBy` stays unknown and every listener
+//! counts as external. A Service's own listeners are still told apart: see
+//! `rules::listeners` (the ports the Service already had on the same load balancer).
+
+use serde_json::Value;
+
+use super::sign::{self, Req};
+use super::{Call, CloudError, Fact, status_error};
+use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
+use crate::vocab::provider::Provider;
+
+/// CTyun's ELB API is served from one global endpoint for every region.
+const PUBLIC: &str = "https://ctelb-global.ctapi.ctyun.cn";
+
+/// `None` when the load balancer does not exist.
+async fn get(
+    call: &Call<'_>,
+    operation: &'static str,
+    path: &str,
+    query: Vec<(String, String)>,
+) -> Result<Option<Value>, CloudError> {
+    let (base, host) = call.base(PUBLIC.into())?;
+    let mut req = Req {
+        method: "GET",
+        host,
+        path: path.into(),
+        query,
+        ..Default::default()
+    };
+    sign::ctyun(&mut req, &call.creds, &call.stamp());
+    let answer = call.send(operation, &base, &req).await?;
+    let body = answer.json();
+    let body = match body {
+        Ok(b) => b,
+        Err(e) if answer.status < 300 => return Err(e),
+        Err(_) => Value::Null,
+    };
+    let code = body["errorCode"]
+        .as_str()
+        .or(body["error"].as_str())
+        .unwrap_or_default();
+    let message = call.scrub(
+        body["message"]
+            .as_str()
+            .or(body["description"].as_str())
+            .unwrap_or_default(),
+    );
+    let ok = body["statusCode"].as_i64() == Some(800) || body["statusCode"].as_str() == Some("800");
+    if answer.status < 300 && ok {
+        return Ok(Some(body));
+    }
+    let lower = code.to_ascii_lowercase();
+    if lower.contains("notfound") || lower.contains("not_found") || answer.status == 404 {
+        return Ok(None);
+    }
+    let what = format!("HTTP {} {code}: {message}", answer.status);
+    if lower.contains("throttl") || lower.contains("flowcontrol") || lower.contains("ratelimit") {
+        return Err(CloudError::Throttled(what));
+    }
+    if lower.contains("signature") || lower.contains("accesskey") || lower.contains("unauthorized")
+    {
+        return Err(CloudError::Auth(what));
+    }
+    if answer.status < 300 {
+        return Err(CloudError::Other(what));
+    }
+    Err(status_error(answer.status, code, &message))
+}
+
+pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
+    let query = vec![
+        ("regionID".to_string(), call.region.to_string()),
+        ("elbID".to_string(), id.to_string()),
+    ];
+    let Some(shown) = get(call, "ShowLoadBalancer", "/v4/elb/show-loadbalancer", query).await?
+    else {
+        return Ok(Fact::NotFound);
+    };
+    let Some(attrs) = shown["returnObj"].as_array().and_then(|a| a.first()) else {
+        return Ok(Fact::NotFound);
+    };
+    let mut lb = LoadBalancer {
+        id: id.into(),
+        provider: Provider::Ctyun,
+        kind: Some(LbKind::Elb),
+        address_type: match attrs["resourceType"].as_str() {
+            Some("external") => Some(AddressType::Internet),
+            Some("internal") => Some(AddressType::Intranet),
+            _ => None,
+        },
+        vpc_id: attrs["vpcID"]
+            .as_str()
+            .filter(|v| !v.is_empty())
+            .map(String::from),
+        created_by: None,
+        listeners: Vec::new(),
+        attached_from: Vec::new(),
+        flavors: Vec::new(),
+    };
+    let query = vec![
+        ("regionID".to_string(), call.region.to_string()),
+        ("loadBalancerID".to_string(), id.to_string()),
+    ];
+    let Some(listed) = get(call, "ListListener", "/v4/elb/list-listener", query).await? else {
+        return Ok(Fact::NotFound);
+    };
+    for l in listed["returnObj"].as_array().into_iter().flatten() {
+        let port = l["protocolPort"]
+            .as_u64()
+            .or_else(|| l["protocolPort"].as_str().and_then(|p| p.parse().ok()))
+            .and_then(|p| u16::try_from(p).ok())
+            .filter(|p| *p > 0);
+        if let Some(port) = port {
+            lb.listeners.push(Listener {
+                port,
+                protocol: l["protocol"].as_str().unwrap_or("TCP").to_ascii_uppercase(),
+                owner: "external".into(),
+            });
+        }
+    }
+    Ok(Fact::Found(lb))
+}
