@@ -527,6 +527,20 @@ impl Cloud {
         })
     }
 
+    /// The facts cached now, without asking the cloud (the audit).
+    pub fn cached_view(&self, file: Option<Arc<Snapshot>>) -> View {
+        let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
+        View {
+            provider: self.provider,
+            region: self.region().unwrap_or_else(|| "(unknown)".into()),
+            file,
+            facts: cache
+                .iter()
+                .map(|(k, e)| (k.clone(), Ok(Arc::clone(&e.fact))))
+                .collect(),
+        }
+    }
+
     /// Every cached fact (for `inventory dump` and tests).
     pub fn snapshot(&self) -> Vec<(String, Arc<Fact>)> {
         let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());

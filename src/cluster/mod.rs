@@ -140,6 +140,8 @@ struct Inner {
     reservations: HashMap<Key, Vec<(Provider, Box<str>)>>,
     nodes: HashMap<String, Vec<String>>,
     node_ips: HashMap<String, String>,
+    /// Each node's `topology.kubernetes.io/region` label.
+    node_regions: HashMap<String, String>,
     ingresses: HashMap<Key, (String, IngressUse)>,
     ingress_by_elb: HashMap<String, Vec<Key>>,
 }
@@ -355,12 +357,21 @@ impl ClusterState {
             .filter(|a| a.type_ == "InternalIP" || a.type_ == "ExternalIP")
             .map(|a| a.address.clone())
             .collect();
+        let region = n.metadata.labels.as_ref().and_then(|l| {
+            l.get("topology.kubernetes.io/region")
+                .or_else(|| l.get("failure-domain.beta.kubernetes.io/region"))
+                .cloned()
+        });
         let mut inner = self.write();
         if let Some(old) = inner.nodes.remove(&name) {
             for ip in old {
                 inner.node_ips.remove(&ip);
             }
         }
+        match region {
+            Some(r) => inner.node_regions.insert(name.clone(), r),
+            None => inner.node_regions.remove(&name),
+        };
         for ip in &ips {
             inner.node_ips.insert(ip.clone(), name.clone());
         }
@@ -370,6 +381,7 @@ impl ClusterState {
     pub fn delete_node(&self, n: &Node) {
         let name = n.metadata.name.clone().unwrap_or_default();
         let mut inner = self.write();
+        inner.node_regions.remove(&name);
         if let Some(old) = inner.nodes.remove(&name) {
             for ip in old {
                 inner.node_ips.remove(&ip);
@@ -382,10 +394,34 @@ impl ClusterState {
             let mut inner = self.write();
             inner.nodes.clear();
             inner.node_ips.clear();
+            inner.node_regions.clear();
         }
         for n in all {
             self.apply_node(n);
         }
+    }
+
+    /// The region most nodes are labelled with (`topology.kubernetes.io/region`).
+    pub fn region(&self) -> Option<String> {
+        let inner = self.read();
+        let mut counts: HashMap<&str, usize> = HashMap::new();
+        for r in inner.node_regions.values() {
+            *counts.entry(r.as_str()).or_default() += 1;
+        }
+        counts
+            .into_iter()
+            .max_by(|a, b| a.1.cmp(&b.1).then(b.0.cmp(a.0)))
+            .map(|(r, _)| r.to_string())
+    }
+
+    /// Every load balancer id of `provider` that a cached Service names.
+    pub fn lb_ids(&self, provider: Provider) -> std::collections::HashSet<String> {
+        self.read()
+            .lbs
+            .keys()
+            .filter(|(p, _)| *p == provider)
+            .map(|(_, id)| id.to_string())
+            .collect()
     }
 
     pub fn apply_ingress(&self, i: &Ingress) {

@@ -331,3 +331,157 @@ fn mutation_keeps_a_user_address_type() {
     .unwrap();
     assert!(!m.changed());
 }
+
+/// What the cloud source says, per provider: one real load balancer (two listeners on it, of
+/// unknown owner), one the cloud does not know, one it could not be asked about.
+fn cloud(p: Provider) -> crate::cloud::View {
+    use crate::cloud::Fact;
+    use std::sync::Arc;
+    let real = crate::inventory::LoadBalancer {
+        id: "lb-real".into(),
+        provider: p,
+        kind: None,
+        address_type: Some(if p == Ctyun {
+            crate::inventory::AddressType::Intranet
+        } else {
+            crate::inventory::AddressType::Internet
+        }),
+        vpc_id: Some("vpc-1".into()),
+        created_by: None,
+        listeners: vec![crate::inventory::Listener {
+            port: 80,
+            protocol: "TCP".into(),
+            owner: "external".into(),
+        }],
+        attached_from: Vec::new(),
+        flavors: vec!["l4".into(), "l7".into()],
+    };
+    let facts = std::collections::HashMap::from([
+        ("lb-real".to_string(), Ok(Arc::new(Fact::Found(real)))),
+        ("lb-gone".to_string(), Ok(Arc::new(Fact::NotFound))),
+        (
+            "lb-down".to_string(),
+            Err("the API failed (HTTP 503 ServiceUnavailable)".to_string()),
+        ),
+    ]);
+    crate::cloud::View::fixed(p, "region-1", None, facts)
+}
+
+fn cloud_svc(p: Provider, id: &str, port: i32) -> crate::testkit::SvcBuilder {
+    let mut s = lb().pa(p, "id", id).only_port(port, "TCP");
+    if p == Volcengine {
+        s = s.pa(p, "server-group-id", "rsp-1:80").pa(p, "weight", "10");
+    }
+    s
+}
+
+#[rstest]
+#[case::ctyun_exists(Ctyun, "lb-real", Pass)]
+#[case::ctyun_not_found(Ctyun, "lb-gone", Deny)]
+#[case::alibaba_exists(Alibaba, "lb-real", Pass)]
+#[case::alibaba_not_found(Alibaba, "lb-gone", Deny)]
+#[case::huawei_exists(Huawei, "lb-real", Pass)]
+#[case::huawei_not_found(Huawei, "lb-gone", Deny)]
+#[case::volcengine_exists(Volcengine, "lb-real", Pass)]
+#[case::volcengine_not_found(Volcengine, "lb-gone", Deny)]
+#[case::unknown_is_not_missing(Alibaba, "lb-nobody-knows", Pass)]
+#[case::unavailable_is_not_missing(Alibaba, "lb-down", Pass)]
+fn lb_exists(#[case] p: Provider, #[case] id: &str, #[case] want: Expect) {
+    let v = expect_with(
+        &create(cloud_svc(p, id, 8080)),
+        &cfg(CFG),
+        &cloud(p),
+        "lb-exists",
+        want,
+    );
+    if want == Deny {
+        let m = &v
+            .violations
+            .iter()
+            .find(|x| x.rule == "lb-exists")
+            .unwrap()
+            .message;
+        assert!(
+            m.contains("names no load balancer in region region-1") && m.contains(id),
+            "{m}"
+        );
+    }
+}
+
+#[test]
+fn lb_exists_checks_only_when_the_service_takes_the_load_balancer() {
+    let old = cloud_svc(Alibaba, "lb-gone", 8080);
+    let new = cloud_svc(Alibaba, "lb-gone", 8080).label("team", "web");
+    expect_with(&update(old, new), &cfg(CFG), &cloud(Alibaba), "lb-exists", Pass);
+    let moved = update(
+        cloud_svc(Alibaba, "lb-real", 8080),
+        cloud_svc(Alibaba, "lb-gone", 8080),
+    );
+    expect_with(&moved, &cfg(CFG), &cloud(Alibaba), "lb-exists", Deny);
+}
+
+#[rstest]
+#[case::default_warns("", Some(Expect::Warn))]
+#[case::deny("inventory:\n  cloud:\n    onError: deny\n", Some(Expect::Deny))]
+#[case::allow("inventory:\n  cloud:\n    onError: allow\n", None)]
+fn cloud_errors_follow_on_error(#[case] config: &str, #[case] want: Option<Expect>) {
+    let v = run_with(
+        &create(cloud_svc(Alibaba, "lb-down", 8080)),
+        &cfg(&format!("{CFG}{config}")),
+        &cloud(Alibaba),
+    );
+    let reports: Vec<_> = v
+        .violations
+        .iter()
+        .filter(|x| x.message.contains("could not read load balancer \"lb-down\""))
+        .collect();
+    match want {
+        None => assert!(reports.is_empty(), "{reports:#?}"),
+        Some(w) => {
+            assert_eq!(reports.len(), 1, "{:#?}", v.violations);
+            let m = &reports[0].message;
+            assert!(
+                m.contains("HTTP 503 ServiceUnavailable") && m.contains("inventory.cloud.onError"),
+                "{m}"
+            );
+            let action = if w == Expect::Deny {
+                crate::rules::Action::Deny
+            } else {
+                crate::rules::Action::Warn
+            };
+            assert_eq!(reports[0].action, action);
+        }
+    }
+    assert!(
+        !v.violations
+            .iter()
+            .any(|x| x.message.contains("inventory.unknownLoadBalancer")),
+        "a cloud error is not an unknown load balancer: {:#?}",
+        v.violations
+    );
+}
+
+#[rstest]
+#[case::ctyun(Ctyun)]
+#[case::alibaba(Alibaba)]
+#[case::huawei(Huawei)]
+fn a_services_own_listener_is_not_taken_by_someone_else(#[case] p: Provider) {
+    // Port 80 has a listener of unknown owner: a new Service cannot take it…
+    expect_with(
+        &create(cloud_svc(p, "lb-real", 80)),
+        &cfg(CFG),
+        &cloud(p),
+        "listener-port-unique",
+        Deny,
+    );
+    // …but the Service that had port 80 on this load balancer keeps it on an update.
+    let old = cloud_svc(p, "lb-real", 80);
+    let new = cloud_svc(p, "lb-real", 80).label("team", "web");
+    expect_with(
+        &update(old, new),
+        &cfg(CFG),
+        &cloud(p),
+        "listener-port-unique",
+        Pass,
+    );
+}

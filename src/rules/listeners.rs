@@ -230,12 +230,32 @@ fn listener_port_unique(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     }
 }
 
+/// Ports the Service already had on this load balancer before the update. The CCM made
+/// their listeners for it, so they are its own even when the inventory cannot say whose a
+/// listener is (the cloud source: most CCMs' listener names carry no namespace).
+fn held_before(ctx: &Ctx, cat: &Catalog, id: &str) -> BTreeSet<(i32, Family)> {
+    match ctx.old {
+        Some(old)
+            if old.is_lb()
+                && ctx.input.operation == crate::vocab::input::Operation::Update
+                && cat.get(old, "id").is_some_and(|a| a.value == id) =>
+        {
+            listener_ports(cat, old)
+                .into_iter()
+                .map(|(p, f, _)| (p, f))
+                .collect()
+        }
+        _ => BTreeSet::new(),
+    }
+}
+
 /// The inventory part: ports on which the load balancer already has someone else's listener.
 fn inventory_ports(ctx: &Ctx, cat: &'static Catalog, new: Svc, out: &mut Findings) {
     let Some((id, lb)) = reused(ctx, cat, out) else {
         return;
     };
     let me = new.namespaced_name();
+    let held = held_before(ctx, cat, id.value);
     let overrides = cat.provider == Provider::Alibaba
         && cat
             .get(new, "force-override-listeners")
@@ -245,6 +265,7 @@ fn inventory_ports(ctx: &Ctx, cat: &'static Catalog, new: Svc, out: &mut Finding
             i32::from(l.port) == port
                 && protocol_family(&l.protocol) == Some(family)
                 && l.owner != me
+                && !held.contains(&(port, family))
         });
         let Some(l) = taken else { continue };
         let what = format!(
@@ -284,12 +305,14 @@ fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     for o in &others {
         listeners.extend(o.ports.iter().map(|(p, f, _)| (*p, *f)));
     }
-    if let Some((_, lb)) = reused(ctx, cat, &mut Findings::new()) {
+    if let Some((lb_id, lb)) = reused(ctx, cat, &mut Findings::new()) {
+        let held = held_before(ctx, cat, lb_id.value);
         listeners.extend(
             lb.listeners
                 .iter()
                 .filter(|l| l.owner != mine)
-                .filter_map(|l| Some((i32::from(l.port), protocol_family(&l.protocol)?))),
+                .filter_map(|l| Some((i32::from(l.port), protocol_family(&l.protocol)?)))
+                .filter(|p| !held.contains(p)),
         );
     }
     let quota = ctx.config.quotas.listeners_per_load_balancer as usize;

@@ -51,6 +51,9 @@ pub struct Metrics {
     pub inventory_reloads: Counter,
     pub inventory_reload_errors: Counter,
     pub inventory_load_balancers: Gauge,
+    pub cloud: crate::cloud::CloudMetrics,
+    pub cloud_credential_reloads: Counter,
+    pub cloud_credential_reload_errors: Counter,
     pub watch_errors: Family<KindLabels, Counter>,
     pub cache_age_seconds: Gauge,
     pub cached_services: Gauge,
@@ -180,7 +183,43 @@ impl Metrics {
             "Time to take an admission's listener claims",
             claims.latency.clone(),
         );
+        let cloud = crate::cloud::CloudMetrics::default();
+        registry.register(
+            "cloud_api_requests",
+            "Calls to the cloud's load balancer API by provider, operation and result",
+            cloud.requests.clone(),
+        );
+        registry.register(
+            "cloud_api_request_duration_seconds",
+            "Time of one call to the cloud's load balancer API",
+            cloud.latency.clone(),
+        );
+        registry.register(
+            "cloud_cache_load_balancers",
+            "Load balancers whose cloud facts are cached",
+            cloud.cached.clone(),
+        );
+        registry.register(
+            "cloud_oldest_fact_age_seconds",
+            "Age of the oldest cached cloud fact (the refresh keeps it under inventory.cloud.refresh)",
+            cloud.oldest_fact_age.clone(),
+        );
+        let cloud_credential_reloads = Counter::default();
+        let cloud_credential_reload_errors = Counter::default();
+        registry.register(
+            "cloud_credential_reloads",
+            "Cloud credential reloads that swapped in new credentials",
+            cloud_credential_reloads.clone(),
+        );
+        registry.register(
+            "cloud_credential_reload_errors",
+            "Cloud credential reloads that failed (the last good credentials stay)",
+            cloud_credential_reload_errors.clone(),
+        );
         Self {
+            cloud,
+            cloud_credential_reloads,
+            cloud_credential_reload_errors,
             claims,
             watch_errors,
             cache_age_seconds,

@@ -64,6 +64,8 @@ pub struct App {
     pub log_decisions: LogDecisions,
     /// Slots for admission requests being evaluated at once (`--max-inflight`).
     pub inflight: Arc<tokio::sync::Semaphore>,
+    /// Load balancer facts from the provider's API (`inventory.cloud.enabled`).
+    pub cloud: Option<Arc<crate::cloud::Cloud>>,
 }
 
 /// Default `--max-connections`.
@@ -88,6 +90,7 @@ impl App {
             claims: None,
             log_decisions: LogDecisions::Findings,
             inflight: Arc::new(tokio::sync::Semaphore::new(MAX_INFLIGHT)),
+            cloud: None,
         })
     }
 

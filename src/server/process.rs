@@ -45,9 +45,16 @@ impl App {
     /// Runs one audit round and publishes it (report and metric); returns the offenders.
     pub fn audit_once(&self) -> Vec<k8s_openapi::api::core::v1::Service> {
         let snapshot = self.inventory_snapshot();
-        let inventory: &dyn Inventory = match &snapshot {
-            Some(s) => s.as_ref(),
-            None => &EmptyInventory,
+        // The audit reads what the cloud said last (the refresh keeps it current); it never
+        // waits for the cloud.
+        let view = self
+            .cloud
+            .as_ref()
+            .map(|c| c.cached_view(snapshot.clone()));
+        let inventory: &dyn Inventory = match (&view, &snapshot) {
+            (Some(v), _) => v,
+            (None, Some(s)) => s.as_ref(),
+            (None, None) => &EmptyInventory,
         };
         let (report, offending) = audit(
             &self.cluster,
@@ -203,6 +210,9 @@ pub struct ServerOptions {
     pub max_connections: usize,
     /// Admission requests evaluated at once; more wait.
     pub max_inflight: usize,
+    /// PEM CA certificates trusted for the cloud API besides the system's (tests, a private
+    /// endpoint); processes can also set `SSL_CERT_FILE`.
+    pub cloud_roots: Vec<u8>,
 }
 
 impl ServerOptions {
@@ -226,6 +236,7 @@ impl ServerOptions {
             shutdown_delay: Duration::ZERO,
             max_connections: MAX_CONNECTIONS,
             max_inflight: MAX_INFLIGHT,
+            cloud_roots: Vec::new(),
         }
     }
 }
@@ -299,6 +310,50 @@ pub async fn refresh_ccm_version(client: &kube::Client, app: &App) {
     }
 }
 
+/// The cloud source: credentials loaded (a bad first set is an error), re-read like the
+/// certificates. Reaching the cloud is not needed to start or to be ready.
+fn start_cloud(
+    config: &Config,
+    metrics: &Metrics,
+    reload_interval: Duration,
+    roots: &[u8],
+) -> anyhow::Result<Arc<crate::cloud::Cloud>> {
+    use anyhow::Context;
+    let crate::vocab::config::ProviderChoice::Fixed(provider) = config.provider else {
+        anyhow::bail!("inventory.cloud.enabled needs a fixed provider");
+    };
+    let cfg = &config.inventory.cloud;
+    let dir = cfg.credentials_dir.as_deref().map(std::path::Path::new);
+    let creds = crate::cloud::creds::CredStore::load(provider, dir)
+        .context("loading the cloud credentials")?;
+    if dir.is_some() {
+        let me = Arc::clone(&creds);
+        crate::reload::spawn_poll(
+            "cloud credentials",
+            reload_interval,
+            metrics.cloud_credential_reloads.clone(),
+            metrics.cloud_credential_reload_errors.clone(),
+            move || me.reload(),
+        );
+    }
+    let cloud = crate::cloud::Cloud::new(
+        provider,
+        cfg,
+        config.cluster.id.clone(),
+        creds,
+        roots,
+        metrics.cloud.clone(),
+    )
+    .context("setting up the cloud API client")?;
+    tracing::info!(
+        provider = %provider,
+        region = cfg.region.as_deref().unwrap_or("(from the nodes)"),
+        endpoint = cfg.endpoint.as_deref().unwrap_or("(public)"),
+        "load balancer facts from the cloud API"
+    );
+    Ok(cloud)
+}
+
 fn spawn_ccm_refresh(client: kube::Client, app: std::sync::Weak<App>) {
     tokio::spawn(async move {
         loop {
@@ -358,12 +413,24 @@ pub async fn start(
             }
         }
     }
+    let cloud = if config.inventory.cloud.enabled {
+        Some(start_cloud(&config, &metrics, opts.reload_interval, &opts.cloud_roots)?)
+    } else {
+        None
+    };
     let mut app = App::new(config, Arc::clone(&metrics));
     if let Some(a) = Arc::get_mut(&mut app) {
         a.request_timeout = opts.request_timeout;
         a.log_decisions = opts.log_decisions;
         a.inflight = Arc::new(tokio::sync::Semaphore::new(opts.max_inflight.max(1)));
         a.inventory = inventory;
+        a.cloud = cloud.clone();
+    }
+    if let Some(cloud) = &cloud {
+        let cluster = Arc::clone(&app.cluster);
+        cloud.set_region_source(Arc::new(move || cluster.region()));
+        let (cluster, provider) = (Arc::clone(&app.cluster), cloud.provider());
+        cloud.spawn_refresh(move || cluster.lb_ids(provider));
     }
     if let Some(client) = opts.claims_client.as_ref().or(opts.client.as_ref())
         && app.config.claims.enabled
@@ -597,6 +664,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             shutdown_delay: args.shutdown_delay,
             max_connections: args.max_connections,
             max_inflight: args.max_inflight,
+            cloud_roots: Vec::new(),
         },
         sigterm(),
     )

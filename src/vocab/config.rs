@@ -549,8 +549,8 @@ impl Config {
                 cloud.timeout.0.as_millis()
             ));
         }
-        if cloud.refresh.0 < std::time::Duration::from_secs(10) {
-            problems.push("inventory.cloud.refresh: must be at least 10s".into());
+        if cloud.refresh.0 < std::time::Duration::from_secs(1) {
+            problems.push("inventory.cloud.refresh: must be at least 1s".into());
         }
         if cloud.qps == 0 {
             problems.push("inventory.cloud.qps: must be at least 1".into());

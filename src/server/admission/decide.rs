@@ -66,14 +66,43 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     true
 }
 
+/// A request read and checked, before it is evaluated.
+pub(super) struct Prepared {
+    uid: String,
+    pub input: Input,
+}
+
+/// What reading a request gave: an answer already, or a Service to evaluate.
+pub(super) enum Step {
+    Done(Result<Answer, Reject>),
+    Ready(Box<Prepared>),
+}
+
+/// Reads the request; `decide` evaluates it once the inventory facts are at hand.
+pub(super) fn prepare(bytes: &[u8]) -> Step {
+    match read_input(bytes) {
+        Ok(p) => Step::Ready(Box::new(p)),
+        Err(done) => Step::Done(done),
+    }
+}
+
+/// One request, start to end, with the inventory the server holds (no cloud look-up).
+#[cfg(test)]
 pub(super) fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Reject> {
+    match prepare(bytes) {
+        Step::Done(r) => r,
+        Step::Ready(p) => decide(app, endpoint, *p, None),
+    }
+}
+
+fn read_input(bytes: &[u8]) -> Result<Prepared, Result<Answer, Reject>> {
     let (uid, req) = match read_request(bytes) {
         Ok(r) => r,
-        Err((uid, message)) => return refuse(uid.as_deref(), message),
+        Err((uid, message)) => return Err(refuse(uid.as_deref(), message)),
     };
     if !req.kind.group.is_empty() || req.kind.kind != "Service" {
         // Not ours: allow at once, whatever it is.
-        return Ok(Answer {
+        return Err(Ok(Answer {
             response: allowed(uid),
             operation: "OTHER",
             rules: vec![],
@@ -81,21 +110,21 @@ pub(super) fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result
             name: String::new(),
             dry_run: false,
             claims: vec![],
-        });
+        }));
     }
     let operation = match req.operation.as_str() {
         "CREATE" => Operation::Create,
         "UPDATE" => Operation::Update,
         "DELETE" => Operation::Delete,
         "CONNECT" => Operation::Connect,
-        other => return refuse(Some(&uid), format!("unknown operation {other:?}")),
+        other => return Err(refuse(Some(&uid), format!("unknown operation {other:?}"))),
     };
     let (object, old_object) = match (
         service(req.object, "object"),
         service(req.old_object, "oldObject"),
     ) {
         (Ok(o), Ok(old)) => (o, old),
-        (Err(e), _) | (_, Err(e)) => return refuse(Some(&uid), e),
+        (Err(e), _) | (_, Err(e)) => return Err(refuse(Some(&uid), e)),
     };
     let user = UserInfo {
         username: req.user_info.username.unwrap_or_default(),
@@ -103,7 +132,7 @@ pub(super) fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result
     };
     let mut input = match Input::new(operation, object, old_object, user) {
         Ok(i) => i,
-        Err(e) => return refuse(Some(&uid), e.to_string()),
+        Err(e) => return Err(refuse(Some(&uid), e.to_string())),
     };
     input.uid = uid.clone();
     input.dry_run = req.dry_run.unwrap_or(false);
@@ -119,12 +148,24 @@ pub(super) fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result
     span.record("name", input.name.as_str());
     span.record("operation", input.operation.as_str());
     span.record("dry_run", input.dry_run);
+    Ok(Prepared { uid, input })
+}
+
+/// Evaluates a prepared request. `view` holds the cloud's facts when `inventory.cloud` is on.
+pub(super) fn decide(
+    app: &AppState,
+    endpoint: Endpoint,
+    prepared: Prepared,
+    view: Option<&crate::cloud::View>,
+) -> Result<Answer, Reject> {
+    let Prepared { uid, input } = prepared;
     let mut response = allowed(uid.clone());
     let config = &app.config;
     let snapshot = app.inventory.as_ref().map(|s| s.snapshot());
-    let inventory: &dyn Inventory = match &snapshot {
-        Some(s) => s.as_ref(),
-        None => &EmptyInventory,
+    let inventory: &dyn Inventory = match (view, &snapshot) {
+        (Some(v), _) => v,
+        (None, Some(s)) => s.as_ref(),
+        (None, None) => &EmptyInventory,
     };
     let mut rules = Vec::new();
     let mut claims = Vec::new();
@@ -207,7 +248,7 @@ pub(super) fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result
     }
     Ok(Answer {
         response,
-        operation: operation.as_str(),
+        operation: input.operation.as_str(),
         rules,
         namespace: input.namespace,
         name: input.name,

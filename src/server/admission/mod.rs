@@ -16,7 +16,8 @@ use axum::response::{IntoResponse, Response};
 use kube::core::admission::AdmissionResponse;
 use serde_json::{Value, json};
 
-use decide::{answer, apply_claims};
+use decide::{Step, apply_claims, decide, prepare};
+use tracing::Instrument;
 
 use super::{AppState, BODY_LIMIT};
 
@@ -126,7 +127,26 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
         operation = tracing::field::Empty,
         dry_run = tracing::field::Empty,
     );
-    let mut answer = match span.in_scope(|| answer(&app, endpoint, &bytes)) {
+    let step = span.in_scope(|| prepare(&bytes));
+    let answer = match step {
+        Step::Done(r) => r,
+        Step::Ready(p) => {
+            let view = match &app.cloud {
+                Some(cloud) => {
+                    let ids: Vec<String> = cloud.named_id(p.input.object.as_ref()).into_iter().collect();
+                    Some(
+                        cloud
+                            .view(&ids, app.inventory_snapshot())
+                            .instrument(span.clone())
+                            .await,
+                    )
+                }
+                None => None,
+            };
+            span.in_scope(|| decide(&app, endpoint, *p, view.as_ref()))
+        }
+    };
+    let mut answer = match answer {
         Ok(a) => a,
         Err(Reject(message)) => return failed(&app, endpoint, StatusCode::BAD_REQUEST, message),
     };
