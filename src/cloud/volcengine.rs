@@ -2,7 +2,7 @@
 //! DescribeLoadBalancerAttributes, DescribeListeners, DescribeNetworkLoadBalancerAttributes,
 //! DescribeNLBListeners), HMAC-SHA256 (V4) signed for service `clb`.
 //!
-//! Mapping: CLB `Type` public/private and an NLB's EIPs give the address type, `VpcId` the
+//! Mapping: CLB `Type` public/private and an NLB zone's `Ipv4EipId` give the address type, `VpcId` the
 //! VPC. Volcengine's CCM is not published and its documentation (seed 004) names no tag it
 //! puts on the load balancers it creates, so `createdBy` stays unknown; listeners count as
 //! external (on Volcengine Services share listeners the user made, seed 004).
@@ -96,13 +96,11 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
             .as_array()
             .into_iter()
             .flatten()
-            .flat_map(|z| {
-                z["LoadBalancerAddresses"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default()
-            })
-            .any(|a| a["EipId"].as_str().is_some_and(|e| !e.is_empty()));
+            .any(|z| {
+                ["Ipv4EipId", "Ipv6EipId"]
+                    .iter()
+                    .any(|f| z[*f].as_str().is_some_and(|e| !e.is_empty()))
+            });
         Some(if public {
             AddressType::Internet
         } else {

@@ -412,7 +412,13 @@ fn lb_exists(#[case] p: Provider, #[case] id: &str, #[case] want: Expect) {
 fn lb_exists_checks_only_when_the_service_takes_the_load_balancer() {
     let old = cloud_svc(Alibaba, "lb-gone", 8080);
     let new = cloud_svc(Alibaba, "lb-gone", 8080).label("team", "web");
-    expect_with(&update(old, new), &cfg(CFG), &cloud(Alibaba), "lb-exists", Pass);
+    expect_with(
+        &update(old, new),
+        &cfg(CFG),
+        &cloud(Alibaba),
+        "lb-exists",
+        Pass,
+    );
     let moved = update(
         cloud_svc(Alibaba, "lb-real", 8080),
         cloud_svc(Alibaba, "lb-gone", 8080),
@@ -433,7 +439,10 @@ fn cloud_errors_follow_on_error(#[case] config: &str, #[case] want: Option<Expec
     let reports: Vec<_> = v
         .violations
         .iter()
-        .filter(|x| x.message.contains("could not read load balancer \"lb-down\""))
+        .filter(|x| {
+            x.message
+                .contains("could not read load balancer \"lb-down\"")
+        })
         .collect();
     match want {
         None => assert!(reports.is_empty(), "{reports:#?}"),

@@ -47,10 +47,7 @@ impl App {
         let snapshot = self.inventory_snapshot();
         // The audit reads what the cloud said last (the refresh keeps it current); it never
         // waits for the cloud.
-        let view = self
-            .cloud
-            .as_ref()
-            .map(|c| c.cached_view(snapshot.clone()));
+        let view = self.cloud.as_ref().map(|c| c.cached_view(snapshot.clone()));
         let inventory: &dyn Inventory = match (&view, &snapshot) {
             (Some(v), _) => v,
             (None, Some(s)) => s.as_ref(),
@@ -414,7 +411,12 @@ pub async fn start(
         }
     }
     let cloud = if config.inventory.cloud.enabled {
-        Some(start_cloud(&config, &metrics, opts.reload_interval, &opts.cloud_roots)?)
+        Some(start_cloud(
+            &config,
+            &metrics,
+            opts.reload_interval,
+            &opts.cloud_roots,
+        )?)
     } else {
         None
     };

@@ -675,7 +675,7 @@ inventory:
             ),
             ("inventory:\n  cloud:\n    qps: 0\n", "inventory.cloud.qps"),
             (
-                "inventory:\n  cloud:\n    refresh: 1s\n",
+                "inventory:\n  cloud:\n    refresh: 500ms\n",
                 "inventory.cloud.refresh",
             ),
             (

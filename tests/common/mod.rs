@@ -68,6 +68,8 @@ pub struct Start {
     pub metrics_auth_client: Option<kube::Client>,
     pub max_connections: usize,
     pub max_inflight: usize,
+    /// CA certificates the cloud client trusts (the mock cloud's).
+    pub cloud_roots: Vec<u8>,
 }
 
 impl Default for Start {
@@ -83,6 +85,7 @@ impl Default for Start {
             metrics_auth_client: None,
             max_connections: lbguard::server::MAX_CONNECTIONS,
             max_inflight: lbguard::server::MAX_INFLIGHT,
+            cloud_roots: Vec::new(),
         }
     }
 }
@@ -124,6 +127,7 @@ impl TestServer {
                 metrics_auth_client: s.metrics_auth_client,
                 max_connections: s.max_connections,
                 max_inflight: s.max_inflight,
+                cloud_roots: s.cloud_roots,
                 ..ServerOptions::local(config, cert, key)
             },
             async move {

@@ -133,7 +133,10 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
         Step::Ready(p) => {
             let view = match &app.cloud {
                 Some(cloud) => {
-                    let ids: Vec<String> = cloud.named_id(p.input.object.as_ref()).into_iter().collect();
+                    let ids: Vec<String> = cloud
+                        .named_id(p.input.object.as_ref())
+                        .into_iter()
+                        .collect();
                     Some(
                         cloud
                             .view(&ids, app.inventory_snapshot())

@@ -1,0 +1,651 @@
+//! The cloud inventory against a local stand-in of each cloud's API (tests/cloud/mock.py):
+//! it checks every request's signature with that cloud's official SDK signer and parses
+//! every answer it serves with the SDK's response models.
+
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::{Client, Start, TestServer, fixture};
+use lbguard::inventory::{LoadBalancer, Snapshot};
+use lbguard::vocab::ctx::Inventory;
+use lbguard::vocab::provider::Provider;
+use serde_json::{Value, json};
+
+const MOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cloud/mock.py");
+
+/// The rule tests' inventory (src/rules/inventory_tests.rs), one file for both sources.
+const INV: &str = r#"
+loadBalancers:
+  - {id: lb-user-internet, provider: ctyun, addressType: internet, vpcId: vpc-1, createdBy: user,
+     listeners: [{port: 443, protocol: HTTPS, owner: external}, {port: 53, protocol: UDP, owner: shop/dns}]}
+  - {id: lb-user-intranet, provider: ctyun, addressType: intranet, vpcId: vpc-1, createdBy: user}
+  - {id: lb-other-vpc, provider: ctyun, addressType: intranet, vpcId: vpc-9, createdBy: user}
+  - {id: lb-ccm, provider: ctyun, addressType: intranet, vpcId: vpc-1, createdBy: ccm}
+  - {id: lb-user-internet, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user,
+     listeners: [{port: 443, protocol: HTTPS, owner: external}, {port: 80, protocol: TCP, owner: shop/web}],
+     attachedFrom: [{cluster: prod-b, namespace: shop, name: web}]}
+  - {id: lb-intranet, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: user}
+  - {id: lb-other-vpc, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-9, createdBy: user}
+  - {id: nlb-other-vpc, provider: alibaba, kind: nlb, addressType: intranet, vpcId: vpc-9, createdBy: user,
+     listeners: [{port: 8443, protocol: TCP, owner: shop/api}, {port: 9443, protocol: TCP, owner: external}]}
+  - {id: lb-apiserver, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: apiserver}
+  - {id: lb-ccm, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: ccm}
+  - {id: elb-1, provider: huawei, kind: elb-dedicated, addressType: internet, vpcId: vpc-1, createdBy: user, flavors: [l4, l7],
+     listeners: [{port: 8443, protocol: TCP, owner: external}]}
+  - {id: elb-l4, provider: huawei, kind: elb-dedicated, addressType: intranet, vpcId: vpc-1, createdBy: user, flavors: [l4]}
+  - {id: elb-other-vpc, provider: huawei, kind: elb-shared, addressType: intranet, vpcId: vpc-9, createdBy: user}
+  - {id: elb-ccm, provider: huawei, kind: elb-dedicated, addressType: intranet, vpcId: vpc-1, createdBy: ccm, flavors: [l4, l7]}
+  - {id: clb-user, provider: volcengine, kind: clb, addressType: intranet, vpcId: vpc-1,
+     listeners: [{port: 80, protocol: TCP, owner: external}]}
+  - {id: nlb-user, provider: volcengine, kind: nlb, addressType: internet, vpcId: vpc-1}
+"#;
+
+const REGION: &str = "region-1";
+const AK: &str = "AKIDmock";
+const SK: &str = "mock-secret";
+
+fn sdks_present() -> bool {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import alibabacloud_slb20140515, alibabacloud_nlb20220430, huaweicloudsdkelb, huaweicloudsdkcore, volcenginesdkclb, ctyunsdk_elb20220909",
+        ])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The mock cloud, or `None` (the test says why and passes) when the SDKs are not installed;
+/// under `CI=true` that is a failure.
+struct Mock {
+    child: Child,
+    client: Client,
+    pub ca_pem: String,
+    pub url: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Mock {
+    async fn start() -> Option<Self> {
+        if !sdks_present() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the clouds' Python SDKs are missing (scripts/test installs them)"
+            );
+            eprintln!(
+                "cloud mock: not run: the clouds' Python SDKs are not installed (scripts/test installs them)"
+            );
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let certs = lbguard::server::devcert::generate(&["localhost", "127.0.0.1"]).unwrap();
+        let (cert, key) = common::write_pair(dir.path(), &certs);
+        let mut child = Command::new("python3")
+            .arg(MOCK)
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the mock cloud");
+        let stdout = child.stdout.take().unwrap();
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        });
+        let line = tokio::time::timeout(Duration::from_secs(60), line)
+            .await
+            .expect("the mock cloud starts within 60 s")
+            .unwrap()
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .strip_prefix("port ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("mock cloud said {line:?}"));
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mock = Self {
+            child,
+            client: Client::new(&certs.ca_pem, addr),
+            ca_pem: certs.ca_pem,
+            url: format!("https://localhost:{port}"),
+            _dir: dir,
+        };
+        mock.control("creds", json!({"ak": AK, "sk": SK})).await;
+        mock.load(INV).await;
+        Some(mock)
+    }
+
+    async fn control(&self, what: &str, body: Value) -> Value {
+        let r = self.client.post(&format!("/_mock/{what}"), &body).await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+
+    async fn load(&self, inventory: &str) {
+        let file: Value = lbguard::yaml::from_str(inventory).unwrap();
+        self.control(
+            "state",
+            json!({"loadBalancers": file["loadBalancers"], "region": REGION, "clusterId": "c-own", "projectId": "p-1"}),
+        )
+        .await;
+    }
+
+    async fn calls(&self, op: &str) -> u64 {
+        self.control("calls", json!({})).await["byOperation"][op]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    async fn assert_clean(&self) {
+        let c = self.control("calls", json!({})).await;
+        assert_eq!(c["badSignatures"], 0, "{c}");
+        assert_eq!(c["modelFailures"], json!([]), "{c}");
+    }
+
+    async fn fault(&self, mode: Option<&str>, delay: f64) {
+        self.control("fault", json!({"mode": mode, "delay": delay}))
+            .await;
+    }
+}
+
+fn creds_dir(provider: Provider, ak: &str, sk: &str) -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("accessKeyId"), ak).unwrap();
+    std::fs::write(dir.path().join("accessKeySecret"), sk).unwrap();
+    if provider == Provider::Huawei {
+        std::fs::write(dir.path().join("projectId"), "p-1").unwrap();
+    }
+    dir
+}
+
+fn cloud_config(provider: Provider, mock: &Mock, creds: &std::path::Path, extra: &str) -> String {
+    format!(
+        "provider: {provider}\ncluster:\n  id: c-own\n  vpcId: vpc-1\n  version: v1.31.0\ninventory:\n  cloud:\n    enabled: true\n    region: {REGION}\n    endpoint: {}\n    credentialsDir: {}\n{extra}",
+        mock.url,
+        creds.display()
+    )
+}
+
+async fn server(config: String, mock: &Mock) -> TestServer {
+    TestServer::start_with(Start {
+        config: Box::leak(config.into_boxed_str()),
+        cloud_roots: mock.ca_pem.clone().into_bytes(),
+        reload: Duration::from_millis(100),
+        ..Default::default()
+    })
+    .await
+}
+
+/// A CREATE of `name` naming load balancer `id`, with more annotations and one port.
+fn create(provider: Provider, name: &str, id: &str, extra: &[(&str, &str)], port: i64) -> Value {
+    let cat = lbguard::providers::catalog(provider);
+    let mut review = fixture("review-create.json");
+    let mut anns = serde_json::Map::new();
+    anns.insert(cat.key("id"), json!(id));
+    if provider == Provider::Volcengine {
+        anns.insert(cat.key("server-group-id"), json!(format!("rsp-1:{port}")));
+        anns.insert(cat.key("weight"), json!("10"));
+    }
+    for (k, v) in extra {
+        anns.insert(cat.key(k), json!(v));
+    }
+    let r = &mut review["request"];
+    r["uid"] = json!(format!("uid-{name}-{id}"));
+    r["name"] = json!(name);
+    r["namespace"] = json!("shop");
+    r["object"]["metadata"] = json!({"name": name, "namespace": "shop", "annotations": anns});
+    r["object"]["spec"]["ports"] = json!([{"port": port, "protocol": "TCP", "targetPort": 8080}]);
+    review
+}
+
+/// What the cloud can say of an inventory entry, in the mock's conventions: CTyun and
+/// Volcengine publish no creator marks, and only Alibaba's listener names carry an owner.
+fn expressible(lb: &LoadBalancer) -> LoadBalancer {
+    let mut lb = lb.clone();
+    match lb.provider {
+        Provider::Ctyun | Provider::Volcengine => lb.created_by = None,
+        _ => {}
+    }
+    if lb.provider != Provider::Alibaba {
+        for l in &mut lb.listeners {
+            l.owner = "external".into();
+        }
+    } else {
+        for (i, a) in lb.attached_from.iter().enumerate() {
+            lb.listeners.push(lbguard::inventory::Listener {
+                port: 30000 + i as u16,
+                protocol: "TCP".into(),
+                owner: format!("{}/{} (cluster {})", a.namespace, a.name, a.cluster),
+            });
+        }
+    }
+    if lb.provider == Provider::Ctyun {
+        lb.kind = Some(lbguard::inventory::LbKind::Elb);
+    }
+    if lb.kind == Some(lbguard::inventory::LbKind::ElbShared) {
+        lb.flavors.clear();
+    }
+    lb
+}
+
+fn sorted(mut lb: LoadBalancer) -> LoadBalancer {
+    lb.listeners.sort_by_key(|l| l.port);
+    lb
+}
+
+/// What an answer says, for comparing two servers.
+fn outcome(r: &Value) -> (bool, String, Vec<String>) {
+    let mut warnings: Vec<String> = r["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| w.as_str().unwrap_or_default().to_string())
+        .collect();
+    warnings.sort();
+    (
+        r["allowed"].as_bool().unwrap(),
+        r["status"]["message"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string(),
+        warnings,
+    )
+}
+
+const ALL: [Provider; 4] = [
+    Provider::Ctyun,
+    Provider::Alibaba,
+    Provider::Huawei,
+    Provider::Volcengine,
+];
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
+    let Some(mock) = Mock::start().await else {
+        return;
+    };
+    let file = Snapshot::parse(INV, "inv.yaml").unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    for provider in ALL {
+        let creds = creds_dir(provider, AK, SK);
+        // The facts, as the library reads them.
+        let cfg =
+            lbguard::engine::parse_config(&cloud_config(provider, &mock, creds.path(), ""), "t")
+                .unwrap();
+        let cloud = lbguard::cloud::Cloud::new(
+            provider,
+            &cfg.inventory.cloud,
+            cfg.cluster.id.clone(),
+            lbguard::cloud::creds::CredStore::load(provider, Some(creds.path())).unwrap(),
+            mock.ca_pem.as_bytes(),
+            Default::default(),
+        )
+        .unwrap();
+        let ids: Vec<String> = INV
+            .lines()
+            .filter(|l| l.contains(&format!("provider: {provider}")))
+            .map(|l| {
+                l.split("id: ")
+                    .nth(1)
+                    .unwrap()
+                    .split(',')
+                    .next()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert!(ids.len() >= 2, "{provider}: {ids:?}");
+        let view = cloud.view(&ids, None).await;
+        let mut normalized = Vec::new();
+        for id in &ids {
+            let want = sorted(expressible(file.get(provider, id).unwrap()));
+            let got = view
+                .get(provider, id)
+                .unwrap_or_else(|| panic!("{provider} {id}: {:?}", view.lookup(provider, id)));
+            assert_eq!(sorted(got.clone()), want, "{provider} {id}");
+            normalized.push(want);
+        }
+        // The same verdicts through two servers: one with the file, one with the cloud.
+        let path = dir.path().join(format!("{provider}.yaml"));
+        std::fs::write(
+            &path,
+            serde_json::to_string(&json!({"loadBalancers": normalized})).unwrap(),
+        )
+        .unwrap();
+        let with_file = TestServer::start(Box::leak(
+            format!(
+                "provider: {provider}\ncluster:\n  id: c-own\n  vpcId: vpc-1\n  version: v1.31.0\ninventory:\n  path: {}\n",
+                path.display()
+            )
+            .into_boxed_str(),
+        ))
+        .await;
+        let with_cloud = server(cloud_config(provider, &mock, creds.path(), ""), &mock).await;
+        let mut cases = Vec::new();
+        for id in &ids {
+            for port in [80, 443, 8443, 30000, 8080] {
+                cases.push(create(provider, "web", id, &[], port));
+            }
+            let at = if provider == Provider::Ctyun {
+                "internet"
+            } else {
+                "intranet"
+            };
+            cases.push(create(provider, "api", id, &[("address-type", at)], 8080));
+            if provider == Provider::Huawei {
+                cases.push(create(
+                    provider,
+                    "api",
+                    id,
+                    &[("protocol-port", "http:8080")],
+                    8080,
+                ));
+            }
+        }
+        let mut denied = 0;
+        for case in &cases {
+            let a = outcome(&with_file.client().post("/validate", case).await.review());
+            let b = outcome(&with_cloud.client().post("/validate", case).await.review());
+            assert_eq!(a, b, "{provider}: {}", case["request"]["object"]);
+            denied += usize::from(!a.0);
+        }
+        assert!(denied > 0, "{provider}: some of the cases must be denied");
+        // A typo: the file cannot tell, the cloud says it is not there.
+        let typo = create(provider, "web", "lb-typo", &[], 8080);
+        let r = with_cloud.client().post("/validate", &typo).await.review();
+        assert_eq!(r["allowed"], false, "{provider}: {r}");
+        let m = r["status"]["message"].as_str().unwrap();
+        assert!(
+            m.contains("[lb-exists]") && m.contains("lb-typo") && m.contains(REGION),
+            "{m}"
+        );
+    }
+    mock.assert_clean().await;
+}
+
+async fn warned(s: &TestServer, review: &Value) -> (bool, Vec<String>, String) {
+    let r = s.client().post("/validate", review).await.review();
+    let w = r["warnings"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|w| w.as_str().unwrap().to_string())
+        .collect();
+    (
+        r["allowed"].as_bool().unwrap(),
+        w,
+        r["status"]["message"].as_str().unwrap_or_default().into(),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
+    let Some(mock) = Mock::start().await else {
+        return;
+    };
+    let faults = [
+        ("throttle", "throttled"),
+        ("server", "the API failed"),
+        ("auth", "refused lbguard's credentials"),
+        ("slow", "no answer within"),
+    ];
+    for provider in ALL {
+        let creds = creds_dir(provider, AK, SK);
+        let extra = "    timeout: 300ms\n";
+        let mut servers = Vec::new();
+        for on in ["warn", "deny", "allow"] {
+            let cfg = cloud_config(
+                provider,
+                &mock,
+                creds.path(),
+                &format!("{extra}    onError: {on}\n"),
+            );
+            servers.push((on, server(cfg, &mock).await));
+        }
+        for (n, (fault, cause)) in faults.iter().enumerate() {
+            mock.fault(Some(fault), 1.0).await;
+            for (on, s) in &servers {
+                // A fresh id each time: nothing cached.
+                let id = format!("lb-{fault}-{on}-{n}");
+                let (allowed, warnings, message) =
+                    warned(s, &create(provider, "web", &id, &[], 8080)).await;
+                let said: Vec<&String> = warnings
+                    .iter()
+                    .chain(std::iter::once(&message))
+                    .filter(|w| w.contains(&id) && w.contains("could not read load balancer"))
+                    .collect();
+                match *on {
+                    "warn" => {
+                        assert!(allowed, "{provider} {fault} {on}: {message}");
+                        assert_eq!(said.len(), 1, "{provider} {fault}: {warnings:?}");
+                        assert!(said[0].contains(cause), "{provider} {fault}: {}", said[0]);
+                        assert!(
+                            said[0].contains("inventory.cloud.onError: warn"),
+                            "{}",
+                            said[0]
+                        );
+                    }
+                    "deny" => {
+                        assert!(!allowed, "{provider} {fault} {on}");
+                        assert!(message.contains(cause), "{provider} {fault}: {message}");
+                    }
+                    _ => {
+                        assert!(allowed, "{provider} {fault} {on}: {message}");
+                        assert!(said.is_empty(), "{provider} {fault}: {warnings:?}");
+                    }
+                }
+                for w in warnings.iter().chain(std::iter::once(&message)) {
+                    assert!(!w.contains(SK), "a secret in a message: {w}");
+                }
+            }
+        }
+        mock.fault(None, 0.0).await;
+    }
+    // The slow call went on after the admission gave up: its answer is cached.
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    timeout: 300ms\n",
+        ),
+        &mock,
+    )
+    .await;
+    mock.fault(Some("slow"), 0.8).await;
+    let review = create(Provider::Alibaba, "web", "lb-intranet", &[], 8080);
+    let (allowed, warnings, _) = warned(&s, &review).await;
+    assert!(
+        allowed && warnings.iter().any(|w| w.contains("no answer within")),
+        "{warnings:?}"
+    );
+    mock.fault(None, 0.0).await;
+    tokio::time::sleep(Duration::from_millis(1200)).await;
+    let before = mock.calls("alibaba/DescribeLoadBalancerAttribute").await;
+    let (allowed, _, message) = warned(&s, &review).await;
+    assert!(
+        !allowed && message.contains("[address-type-match]"),
+        "{message}"
+    );
+    assert_eq!(
+        mock.calls("alibaba/DescribeLoadBalancerAttribute").await,
+        before,
+        "answered from the cache"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_concurrent_admissions_for_one_new_load_balancer_make_one_call() {
+    let Some(mock) = Mock::start().await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(Provider::Alibaba, &mock, creds.path(), ""),
+        &mock,
+    )
+    .await;
+    let client = s.client();
+    let mut tasks = Vec::new();
+    for i in 0..50 {
+        let (c, review) = (
+            client.clone(),
+            create(
+                Provider::Alibaba,
+                &format!("web-{i}"),
+                "lb-intranet",
+                &[],
+                8080,
+            ),
+        );
+        tasks.push(tokio::spawn(async move {
+            c.post("/validate", &review).await.review()
+        }));
+    }
+    for t in tasks {
+        let r = t.await.unwrap();
+        assert_eq!(r["allowed"], false, "{r}");
+        assert!(
+            r["status"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("[address-type-match]")
+        );
+    }
+    assert_eq!(mock.calls("alibaba/DescribeLoadBalancerAttribute").await, 1);
+    let metrics = s.metrics_text().await;
+    assert!(
+        metrics.contains(r#"lbguard_cloud_api_requests_total{provider="alibaba",operation="DescribeLoadBalancerAttribute",result="ok"} 1"#),
+        "{metrics}"
+    );
+    assert!(
+        metrics.contains("lbguard_cloud_cache_load_balancers 1"),
+        "{metrics}"
+    );
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_refresh_sees_a_listener_added_at_the_cloud() {
+    let Some(mock) = Mock::start().await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Ctyun, AK, SK);
+    let s = server(
+        cloud_config(Provider::Ctyun, &mock, creds.path(), "    refresh: 1s\n"),
+        &mock,
+    )
+    .await;
+    let first = create(Provider::Ctyun, "web", "lb-user-intranet", &[], 9090);
+    let (allowed, _, m) = warned(&s, &first).await;
+    assert!(allowed, "{m}");
+    mock.control(
+        "listener",
+        json!({"id": "lb-user-intranet", "port": 9090, "protocol": "TCP"}),
+    )
+    .await;
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let (allowed, _, m) = warned(&s, &first).await;
+        if !allowed {
+            assert!(
+                m.contains("[listener-port-unique]") && m.contains("port 9090/TCP"),
+                "{m}"
+            );
+            break;
+        }
+        assert!(
+            Instant::now() < until,
+            "the refresh did not pick up the listener"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    assert!(mock.calls("ctyun/list-listener").await >= 2);
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rotated_credentials_are_picked_up_while_serving() {
+    let Some(mock) = Mock::start().await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Huawei, AK, SK);
+    let s = server(
+        cloud_config(Provider::Huawei, &mock, creds.path(), ""),
+        &mock,
+    )
+    .await;
+    let review = |id: &str| create(Provider::Huawei, "web", id, &[], 8080);
+    let (allowed, _, m) = warned(&s, &review("elb-ccm")).await;
+    assert!(!allowed && m.contains("[reuse-user-created-only]"), "{m}");
+    // The cloud now takes only the new key; lbguard still has the old one.
+    mock.control("creds", json!({"ak": "AKIDnew", "sk": "new-secret"}))
+        .await;
+    let (allowed, warnings, _) = warned(&s, &review("elb-other-vpc")).await;
+    assert!(allowed, "onError warn admits");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("refused lbguard's credentials")),
+        "{warnings:?}"
+    );
+    // The Secret is updated: the files change, lbguard re-reads them.
+    std::fs::write(creds.path().join("accessKeySecret"), "new-secret").unwrap();
+    std::fs::write(creds.path().join("accessKeyId"), "AKIDnew").unwrap();
+    let until = Instant::now() + Duration::from_secs(10);
+    for i in 0.. {
+        // A fresh id each time (nothing cached): the cloud answers once the key is right.
+        let (allowed, warnings, m) = warned(&s, &review(&format!("elb-nowhere-{i}"))).await;
+        if !allowed {
+            assert!(m.contains("[lb-exists]"), "{m}");
+            break;
+        }
+        assert!(
+            warnings.iter().any(|w| w.contains("refused")),
+            "{warnings:?}"
+        );
+        assert!(
+            Instant::now() < until,
+            "the new credentials were not picked up"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+    let metrics = s.metrics_text().await;
+    assert!(
+        metrics.contains("lbguard_cloud_credential_reloads_total 1"),
+        "{metrics}"
+    );
+}
+
+#[tokio::test]
+async fn an_unreachable_cloud_does_not_stop_the_webhook() {
+    let creds = creds_dir(Provider::Volcengine, AK, SK);
+    let port = common::free_port();
+    let config = format!(
+        "provider: volcengine\ninventory:\n  cloud:\n    enabled: true\n    region: {REGION}\n    endpoint: https://127.0.0.1:{port}\n    credentialsDir: {}\n    timeout: 500ms\n",
+        creds.path().display()
+    );
+    let s = TestServer::start(Box::leak(config.into_boxed_str())).await;
+    assert_eq!(s.client().get("/readyz").await.status, 200);
+    let (allowed, warnings, _) =
+        warned(&s, &create(Provider::Volcengine, "web", "clb-1", &[], 80)).await;
+    assert!(allowed);
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.contains("clb-1") && w.contains("cannot reach the API")),
+        "{warnings:?}"
+    );
+}

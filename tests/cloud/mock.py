@@ -1,0 +1,515 @@
+"""A local HTTPS stand-in for the four clouds' load balancer APIs, for lbguard's tests.
+
+It serves load balancers given in lbguard's inventory-file format, rendered into each cloud's
+own response shapes, and checks every request's signature by recomputing it with that
+cloud's official SDK signer (sdk_sign.py); a wrongly signed request gets the cloud's auth
+error. Every body it serves is first parsed by the SDK's response model, strictly: a field
+the model does not have fails the request (HTTP 599) and is counted.
+
+  python3 mock.py --cert C --key K [--port 0]      prints "port N" once listening
+
+Control, on the same server (unsigned, under /_mock/):
+  POST /_mock/state   {"loadBalancers": [...], "region", "clusterId", "projectId"}
+  POST /_mock/listener {"id", "port", "protocol"}        adds a listener
+  POST /_mock/creds   {"ak", "sk"}                        the one key pair accepted
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow", "delay": s}
+  GET  /_mock/calls   counts per operation, bad signatures, model failures
+  POST /_mock/reset   zeroes the counts
+"""
+
+import argparse
+import os
+import hashlib
+import json
+import ssl
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import urlsplit, parse_qsl
+
+import sdk_sign
+
+LOCK = threading.Lock()
+STATE = {"loadBalancers": [], "region": "region-1", "clusterId": "c-own",
+         "projectId": "p-1", "ak": "AKID", "sk": "SECRET", "fault": None, "delay": 0,
+         "extra": []}
+CALLS = {"byOperation": {}, "badSignatures": 0, "modelFailures": []}
+
+
+class ModelError(Exception):
+    pass
+
+
+# ---------- strict parsing with the SDKs' models ----------
+
+def _swagger_check(data, cls, where):
+    """Huawei and Volcengine models are swagger classes: attribute_map maps attribute to
+    JSON key, openapi_types / swagger_types give each attribute's type."""
+    types_ = getattr(cls, "openapi_types", None) or getattr(cls, "swagger_types")
+    by_json = {v: k for k, v in cls.attribute_map.items()}
+    kwargs = {}
+    for key, value in data.items():
+        if key not in by_json:
+            raise ModelError(f"{where}: {cls.__name__} has no field {key}")
+        attr = by_json[key]
+        kwargs[attr] = _swagger_value(value, types_[attr], cls, f"{where}.{key}")
+    try:
+        return cls(**kwargs)
+    except TypeError as e:
+        raise ModelError(f"{where}: {cls.__name__}: {e}")
+
+
+def _swagger_value(value, typ, owner, where):
+    import importlib
+    if value is None:
+        return None
+    if typ.startswith("list["):
+        if not isinstance(value, list):
+            raise ModelError(f"{where}: expected a list")
+        return [_swagger_value(v, typ[5:-1], owner, f"{where}[]") for v in value]
+    if typ.startswith("dict("):
+        return value
+    if typ in ("str", "int", "bool", "float", "object", "datetime", "date"):
+        checks = {"str": str, "int": int, "bool": bool, "float": (int, float)}
+        if typ in checks and not isinstance(value, checks[typ]):
+            raise ModelError(f"{where}: {value!r} is not {typ}")
+        return value
+    module = importlib.import_module(owner.__module__.rsplit(".", 1)[0])
+    cls = getattr(module, typ)
+    if not isinstance(value, dict):
+        raise ModelError(f"{where}: expected an object for {typ}")
+    return _swagger_check(value, cls, where)
+
+
+def check_huawei(body, cls_name, version):
+    import importlib
+    module = importlib.import_module(f"huaweicloudsdkelb.{version}.model")
+    return _swagger_check(body, getattr(module, cls_name), cls_name)
+
+
+def check_volcengine(result, cls_name):
+    import volcenginesdkclb.models as m
+    return _swagger_check(result, getattr(m, cls_name), cls_name)
+
+
+def _kept(body, back):
+    """Every field of `body` survives in `back` (to_map adds empty lists of its own)."""
+    if isinstance(body, dict):
+        return isinstance(back, dict) and all(k in back and _kept(v, back[k]) for k, v in body.items())
+    if isinstance(body, list):
+        return isinstance(back, list) and len(body) == len(back) and all(
+            _kept(a, b) for a, b in zip(body, back))
+    return body == back
+
+
+def check_alibaba(body, cls):
+    """Tea models: from_map then to_map must keep every field (none unknown to the model)."""
+    parsed = cls().from_map(body)
+    back = parsed.to_map()
+    if not _kept(body, back):
+        raise ModelError(f"{cls.__name__} does not round-trip: {json.dumps(body)} -> {json.dumps(back)}")
+    return parsed
+
+
+def check_ctyun(body, response_cls, item_cls):
+    parsed = response_cls.from_json(body)
+    fields = set(response_cls.__dataclass_fields__)
+    for k in body:
+        if k not in fields:
+            raise ModelError(f"{response_cls.__name__} has no field {k}")
+    items = set(item_cls.__dataclass_fields__)
+    for item in body.get("returnObj") or []:
+        for k in item:
+            if k not in items:
+                raise ModelError(f"{item_cls.__name__} has no field {k}")
+    return parsed
+
+
+# ---------- the state, per provider ----------
+
+def lbs(provider):
+    return [lb for lb in STATE["loadBalancers"] if lb.get("provider") == provider]
+
+
+def find(provider, lb_id):
+    for lb in lbs(provider):
+        if lb["id"] == lb_id:
+            return lb
+    return None
+
+
+def listeners(lb):
+    return list(lb.get("listeners") or []) + [
+        e for e in STATE["extra"] if e["id"] == lb["id"]]
+
+
+def owner_parts(owner):
+    if not owner or owner == "external" or "/" not in owner:
+        return None
+    ns, name = owner.split("/", 1)
+    return ns, name
+
+
+def attached(lb):
+    """attachedFrom entries become listeners another cluster's CCM made, on high ports."""
+    out = []
+    for i, a in enumerate(lb.get("attachedFrom") or []):
+        out.append({"port": 30000 + i, "protocol": "TCP",
+                    "ns": a["namespace"], "name": a["name"], "cluster": a["cluster"]})
+    return out
+
+
+# ---------- the handler ----------
+
+class Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+
+    def log_message(self, fmt, *args):
+        pass
+
+    def reply(self, status, body):
+        data = json.dumps(body).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def body(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        return self.rfile.read(n) if n else b""
+
+    def do_GET(self):
+        self.handle_any("GET")
+
+    def do_POST(self):
+        self.handle_any("POST")
+
+    def handle_any(self, method):
+        url = urlsplit(self.path)
+        raw = self.body()
+        if url.path.startswith("/_mock/"):
+            return self.control(method, url.path, raw)
+        headers = {k: v for k, v in self.headers.items()}
+        q = dict(parse_qsl(url.query, keep_blank_values=True))
+        if url.path.startswith("/v4/elb/"):
+            provider, op = "ctyun", url.path.rsplit("/", 1)[-1]
+        elif url.path.startswith(("/v3/", "/v2/")):
+            provider, op = "huawei", ("ListListeners" if url.path.endswith("/listeners")
+                                     else "ShowLoadBalancer")
+        elif "x-acs-action" in {k.lower() for k in headers}:
+            provider, op = "alibaba", self.headers.get("x-acs-action")
+        elif "Action" in q:
+            provider, op = "volcengine", q["Action"]
+        else:
+            return self.reply(404, {"error": f"no such API: {method} {url.path}"})
+        with LOCK:
+            CALLS["byOperation"][f"{provider}/{op}"] = CALLS["byOperation"].get(f"{provider}/{op}", 0) + 1
+            ak, sk, fault, delay = STATE["ak"], STATE["sk"], STATE["fault"], STATE["delay"]
+        if fault == "slow":
+            time.sleep(delay)
+        if fault == "auth":
+            ak, sk = ak, sk + "-rotated-away"
+        good = self.signed(provider, method, url, headers, raw, ak, sk)
+        if not good:
+            with LOCK:
+                CALLS["badSignatures"] += 1
+            return self.auth_error(provider)
+        if fault == "throttle":
+            return self.throttled(provider)
+        if fault == "server":
+            return self.server_error(provider)
+        try:
+            with LOCK:
+                return getattr(self, provider)(op, url, q, raw)
+        except ModelError as e:
+            with LOCK:
+                CALLS["modelFailures"].append(str(e))
+            return self.reply(599, {"error": str(e)})
+
+    def signed(self, provider, method, url, headers, raw, ak, sk):
+        if provider == "ctyun":
+            want = sdk_sign.ctyun(method, url.path, url.query, headers, raw, ak, sk)
+            got = self.headers.get("Eop-Authorization")
+        elif provider == "alibaba":
+            want = sdk_sign.alibaba(method, url.path, url.query, headers, raw, ak, sk)
+            got = self.headers.get("Authorization")
+        elif provider == "huawei":
+            want = sdk_sign.huawei(method, url.path, url.query, headers, raw, ak, sk)
+            got = self.headers.get("Authorization")
+        else:
+            want = sdk_sign.volcengine(method, url.path, url.query, headers, raw, ak, sk,
+                                       STATE["region"], "clb")
+            got = self.headers.get("Authorization")
+        if got != want and os.environ.get("LBGUARD_MOCK_DEBUG"):
+            print(f"mock: {provider} signature: got {got!r}, want {want!r}; headers {headers}",
+                  file=sys.stderr, flush=True)
+        return got is not None and got == want
+
+    # ----- errors, in each cloud's shape -----
+
+    def auth_error(self, p):
+        if p == "ctyun":
+            return self.reply(401, {"statusCode": 900, "errorCode": "Openapi.Signature.Invalid",
+                                    "message": "signature does not match", "description": "签名错误"})
+        if p == "alibaba":
+            return self.reply(400, {"Code": "SignatureDoesNotMatch", "RequestId": "r",
+                                    "Message": "Specified signature is not matched with our calculation."})
+        if p == "huawei":
+            return self.reply(401, {"error_code": "APIGW.0301", "request_id": "r",
+                                    "error_msg": "Incorrect IAM authentication information: verify aksk signature fail"})
+        return self.reply(401, self.volc_error("SignatureDoesNotMatch", "The request signature does not match"))
+
+    def throttled(self, p):
+        if p == "ctyun":
+            return self.reply(429, {"statusCode": 900, "errorCode": "Openapi.Throttling", "message": "too many requests"})
+        if p == "alibaba":
+            return self.reply(400, {"Code": "Throttling.User", "RequestId": "r", "Message": "Request was denied due to user flow control."})
+        if p == "huawei":
+            return self.reply(429, {"error_code": "APIGW.0308", "request_id": "r", "error_msg": "The throttling threshold has been reached"})
+        return self.reply(429, self.volc_error("FlowLimitExceeded", "flow limit exceeded"))
+
+    def server_error(self, p):
+        if p == "alibaba":
+            return self.reply(503, {"Code": "ServiceUnavailable", "RequestId": "r", "Message": "The request has failed due to a temporary failure of the server."})
+        if p == "volcengine":
+            return self.reply(500, self.volc_error("InternalError", "internal error"))
+        return self.reply(503, {"error": "service unavailable"})
+
+    def volc_error(self, code, message):
+        return {"ResponseMetadata": {"RequestId": "r", "Action": "", "Version": "2020-04-01",
+                                     "Service": "clb", "Region": STATE["region"],
+                                     "Error": {"Code": code, "Message": message}}}
+
+    # ----- CTyun -----
+
+    def ctyun(self, op, url, q, raw):
+        from ctyunsdk_elb20220909.apis import ctelb_show_load_balancer_api as show
+        from ctyunsdk_elb20220909.apis import ctelb_list_listener_api as ls
+        lb = find("ctyun", q.get("elbID") or q.get("loadBalancerID"))
+        if lb is None or q.get("regionID") != STATE["region"]:
+            return self.reply(200, {"statusCode": 900, "errorCode": "Elb.LoadBalancer.NotFound",
+                                    "message": "load balancer not found", "description": "负载均衡不存在",
+                                    "returnObj": None})
+        if op == "show-loadbalancer":
+            item = {"regionID": STATE["region"], "iD": lb["id"], "name": lb["id"],
+                    "vpcID": lb.get("vpcId") or "", "status": "ACTIVE", "adminStatus": "ACTIVE",
+                    "resourceType": "external" if lb.get("addressType") == "internet" else "internal"}
+            body = {"statusCode": 800, "message": "success", "description": "成功",
+                    "errorCode": "SUCCESS", "returnObj": [item]}
+            check_ctyun(body, show.CtelbShowLoadBalancerResponse, show.CtelbShowLoadBalancerReturnObjResponse)
+        else:
+            items = [{"iD": f"listener-{l['port']}", "name": f"listener-{l['port']}",
+                      "loadBalancerID": lb["id"], "regionID": STATE["region"],
+                      "protocol": l["protocol"].upper(), "protocolPort": l["port"], "status": "ACTIVE"}
+                     for l in listeners(lb)]
+            body = {"statusCode": 800, "message": "success", "description": "成功",
+                    "errorCode": "SUCCESS", "returnObj": items}
+            check_ctyun(body, ls.CtelbListListenerResponse, ls.CtelbListListenerReturnObjResponse)
+        return self.reply(200, body)
+
+    # ----- Alibaba -----
+
+    def ali_tags(self, lb):
+        by = lb.get("createdBy")
+        if by == "ccm":
+            return [{"TagKey": "kubernetes.do.not.delete", "TagValue": "a" + hashlib.md5(lb["id"].encode()).hexdigest()[:31]},
+                    {"TagKey": "ack.aliyun.com", "TagValue": STATE["clusterId"]}]
+        if by == "apiserver":
+            return [{"TagKey": "ack.aliyun.com", "TagValue": STATE["clusterId"]}]
+        return [{"TagKey": "team", "TagValue": "platform"}]
+
+    def ali_listeners(self, lb, nlb):
+        out = []
+        for l in listeners(lb):
+            parts = owner_parts(l.get("owner"))
+            out.append((l["port"], l["protocol"], parts[0] if parts else None,
+                        parts[1] if parts else None, STATE["clusterId"]))
+        for a in attached(lb):
+            out.append((a["port"], a["protocol"], a["ns"], a["name"], a["cluster"]))
+        rendered = []
+        for port, proto, ns, name, cid in out:
+            if ns is None:
+                desc = f"listener {port}"
+            elif nlb:
+                desc = f"k8s.{port}.{proto.upper()}.{name}.{ns}.{cid}"
+            else:
+                desc = f"k8s/{port}/{name}/{ns}/{cid}"
+            rendered.append((port, proto, desc))
+        return rendered
+
+    def alibaba(self, op, url, q, raw):
+        from alibabacloud_slb20140515 import models as slb
+        from alibabacloud_nlb20220430 import models as nlb
+        version = self.headers.get("x-acs-version")
+        want = {"DescribeLoadBalancerAttribute": "2014-05-15", "GetLoadBalancerAttribute": "2022-04-30",
+                "ListListeners": "2022-04-30"}.get(op)
+        if want is None or want != version:
+            return self.reply(400, {"Code": "InvalidAction.NotFound", "RequestId": "r",
+                                    "Message": f"{op} {version}"})
+        if q.get("RegionId") != STATE["region"]:
+            lb = None
+        else:
+            lb = find("alibaba", q.get("LoadBalancerId") or q.get("LoadBalancerIds.1"))
+        if op == "DescribeLoadBalancerAttribute":
+            if lb is None or lb.get("kind") == "nlb":
+                return self.reply(404, {"Code": "InvalidLoadBalancerId.NotFound", "RequestId": "r",
+                                        "Message": "The specified load balancer does not exist."})
+            body = {"LoadBalancerId": lb["id"], "RegionId": STATE["region"], "RequestId": "r",
+                    "AddressType": lb.get("addressType") or "internet", "NetworkType": "vpc",
+                    "VpcId": lb.get("vpcId") or "", "LoadBalancerStatus": "active",
+                    "Tags": {"Tag": self.ali_tags(lb)},
+                    "ListenerPortsAndProtocol": {"ListenerPortAndProtocol": [
+                        {"ListenerPort": p, "ListenerProtocol": proto.lower(), "Description": d}
+                        for p, proto, d in self.ali_listeners(lb, False)]}}
+            check_alibaba(body, slb.DescribeLoadBalancerAttributeResponseBody)
+            return self.reply(200, body)
+        if lb is None or lb.get("kind") != "nlb":
+            return self.reply(404, {"Code": "ResourceNotFound.loadBalancer", "RequestId": "r",
+                                    "Message": "The specified resource loadBalancer is not found."})
+        if op == "GetLoadBalancerAttribute":
+            at = lb.get("addressType") or "internet"
+            body = {"LoadBalancerId": lb["id"], "RegionId": STATE["region"], "RequestId": "r",
+                    "AddressType": at.capitalize(), "VpcId": lb.get("vpcId") or "",
+                    "LoadBalancerStatus": "Active", "Tags": self.ali_tags(lb)}
+            check_alibaba(body, nlb.GetLoadBalancerAttributeResponseBody)
+            return self.reply(200, body)
+        items = [{"ListenerId": f"lsn-{p}", "ListenerPort": p, "ListenerProtocol": proto.upper(),
+                  "ListenerDescription": d, "LoadBalancerId": lb["id"], "RegionId": STATE["region"]}
+                 for p, proto, d in self.ali_listeners(lb, True)]
+        # One listener a page, so the client's paging is exercised.
+        start = int(q.get("NextToken") or 0)
+        page = items[start:start + 1]
+        token = str(start + 1) if start + 1 < len(items) else ""
+        body = {"Listeners": page, "MaxResults": 100, "NextToken": token, "RequestId": "r",
+                "TotalCount": len(items)}
+        check_alibaba(body, nlb.ListListenersResponseBody)
+        return self.reply(200, body)
+
+    # ----- Huawei -----
+
+    def huawei(self, op, url, q, raw):
+        parts = url.path.strip("/").split("/")
+        if len(parts) < 3 or parts[1] != STATE["projectId"] or self.headers.get("X-Project-Id") != STATE["projectId"]:
+            return self.reply(403, {"error_code": "APIGW.0101", "request_id": "r", "error_msg": "project mismatch"})
+        version = parts[0]
+        if version != "v3":
+            return self.reply(404, {"error_code": "ELB.8904", "request_id": "r", "error_msg": "not found"})
+        if op == "ShowLoadBalancer":
+            lb = find("huawei", parts[-1])
+            if lb is None:
+                return self.reply(404, {"error_code": "ELB.8904", "request_id": "r",
+                                        "error_msg": f"loadbalancer {parts[-1]} could not be found"})
+            flavors = lb.get("flavors") or []
+            internet = lb.get("addressType") == "internet"
+            ccm = lb.get("createdBy") == "ccm"
+            item = {"id": lb["id"],
+                    "name": f"k8s_service_{STATE['clusterId']}_default_{lb['id']}" if ccm else lb["id"],
+                    "description": "", "vpc_id": lb.get("vpcId") or "",
+                    "guaranteed": lb.get("kind") != "elb-shared",
+                    "provisioning_status": "ACTIVE", "operating_status": "ONLINE",
+                    "listeners": [{"id": f"lsn-{l['port']}"} for l in listeners(lb)],
+                    "eips": [{"eip_id": "eip-1", "eip_address": "203.0.113.9", "ip_version": 4}] if internet else [],
+                    "l4_flavor_id": "f-l4" if "l4" in flavors else "",
+                    "l7_flavor_id": "f-l7" if "l7" in flavors else ""}
+            body = {"request_id": "r", "loadbalancer": item}
+            check_huawei(body, "ShowLoadBalancerResponse", "v3")
+            return self.reply(200, body)
+        lb = find("huawei", q.get("loadbalancer_id"))
+        items = [{"id": f"lsn-{l['port']}", "name": f"web_{l['protocol'].upper()}_{l['port']}",
+                  "protocol": l["protocol"].upper(), "protocol_port": l["port"],
+                  "loadbalancers": [{"id": lb["id"]}]}
+                 for l in (listeners(lb) if lb else [])]
+        body = {"request_id": "r", "listeners": items,
+                "page_info": {"current_count": len(items)}}
+        check_huawei(body, "ListListenersResponse", "v3")
+        return self.reply(200, body)
+
+    # ----- Volcengine -----
+
+    def volcengine(self, op, url, q, raw):
+        lb = find("volcengine", q.get("LoadBalancerId"))
+        nlb = lb is not None and lb.get("kind") == "nlb"
+        meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
+                "Region": STATE["region"]}
+        clb_ops = ("DescribeLoadBalancerAttributes", "DescribeListeners")
+        if lb is None or (op in clb_ops) == nlb:
+            return self.reply(404, {"ResponseMetadata": dict(meta, Error={
+                "Code": "InvalidLoadBalancer.NotFound", "Message": "The specified load balancer does not exist."})})
+        if op == "DescribeLoadBalancerAttributes":
+            result = {"LoadBalancerId": lb["id"], "VpcId": lb.get("vpcId") or "",
+                      "Type": "public" if lb.get("addressType") == "internet" else "private",
+                      "Status": "Active", "Tags": [{"Key": "team", "Value": "platform"}],
+                      "Listeners": [{"ListenerId": f"lsn-{l['port']}", "ListenerName": f"l-{l['port']}"}
+                                    for l in listeners(lb)]}
+            check_volcengine(result, "DescribeLoadBalancerAttributesResponse")
+        elif op == "DescribeListeners":
+            items = [{"ListenerId": f"lsn-{l['port']}", "ListenerName": f"l-{l['port']}",
+                      "Port": l["port"], "Protocol": l["protocol"].upper(), "LoadBalancerId": lb["id"]}
+                     for l in listeners(lb)]
+            result = {"Listeners": items, "PageNumber": int(q.get("PageNumber", 1)),
+                      "PageSize": 100, "TotalCount": len(items)}
+            check_volcengine(result, "DescribeListenersResponse")
+        elif op == "DescribeNetworkLoadBalancerAttributes":
+            zone = {"ZoneId": "zone-a", "SubnetId": "subnet-1", "Ipv4Address": "10.0.0.5"}
+            if lb.get("addressType") == "internet":
+                zone.update(Ipv4EipId="eip-1", Ipv4EipAddress="203.0.113.9")
+            result = {"LoadBalancerId": lb["id"], "VpcId": lb.get("vpcId") or "", "Status": "Active",
+                      "ZoneMappings": [zone], "Tags": []}
+            check_volcengine(result, "DescribeNetworkLoadBalancerAttributesResponse")
+        elif op == "DescribeNLBListeners":
+            items = [{"ListenerId": f"lsn-{l['port']}", "Port": l["port"],
+                      "Protocol": l["protocol"].upper(), "LoadBalancerId": lb["id"]}
+                     for l in listeners(lb)]
+            result = {"Listeners": items, "NextToken": ""}
+            check_volcengine(result, "DescribeNLBListenersResponse")
+        else:
+            return self.reply(400, {"ResponseMetadata": dict(meta, Error={"Code": "InvalidAction", "Message": op})})
+        return self.reply(200, {"ResponseMetadata": meta, "Result": result})
+
+    # ----- control -----
+
+    def control(self, method, path, raw):
+        data = json.loads(raw or b"{}")
+        with LOCK:
+            if path == "/_mock/state":
+                for k in ("loadBalancers", "region", "clusterId", "projectId"):
+                    if k in data:
+                        STATE[k] = data[k]
+                STATE["extra"] = []
+            elif path == "/_mock/listener":
+                STATE["extra"].append({"id": data["id"], "port": data["port"],
+                                       "protocol": data.get("protocol", "TCP"), "owner": "external"})
+            elif path == "/_mock/creds":
+                STATE["ak"], STATE["sk"] = data["ak"], data["sk"]
+            elif path == "/_mock/fault":
+                STATE["fault"], STATE["delay"] = data.get("mode"), data.get("delay", 0)
+            elif path == "/_mock/reset":
+                CALLS["byOperation"], CALLS["badSignatures"], CALLS["modelFailures"] = {}, 0, []
+            elif path != "/_mock/calls":
+                return self.reply(404, {"error": path})
+            return self.reply(200, CALLS)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cert", required=True)
+    ap.add_argument("--key", required=True)
+    ap.add_argument("--port", type=int, default=0)
+    args = ap.parse_args()
+    server = ThreadingHTTPServer(("127.0.0.1", args.port), Handler)
+    server.daemon_threads = True
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(args.cert, args.key)
+    server.socket = ctx.wrap_socket(server.socket, server_side=True)
+    # Importing the SDKs takes a while; do it before saying we listen.
+    import alibabacloud_slb20140515.models, alibabacloud_nlb20220430.models  # noqa: F401
+    import huaweicloudsdkelb.v3.model, volcenginesdkclb.models  # noqa: F401
+    import ctyunsdk_elb20220909.apis.ctelb_show_load_balancer_api  # noqa: F401
+    print(f"port {server.server_address[1]}", flush=True)
+    server.serve_forever()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
