@@ -855,6 +855,18 @@ fn exported_metric_names() -> std::collections::BTreeSet<String> {
     let _ = m
         .watch_errors
         .get_or_create(&KindLabels { kind: "Service" });
+    let _ = m.cloud.requests.get_or_create(&lbguard::cloud::ApiLabels {
+        provider: "alibaba",
+        operation: "x",
+        result: "ok",
+    });
+    let _ = m
+        .cloud
+        .latency
+        .get_or_create(&lbguard::cloud::OperationLabels {
+            provider: "alibaba",
+            operation: "x",
+        });
     let _ = m.audit_violations.get_or_create(&AuditLabels {
         rule: "x",
         action: "deny",
@@ -999,6 +1011,72 @@ fn monitoring_renders_and_uses_only_metrics_lbguard_exports() {
         &json!({"monitoring": {"serviceMonitor": {"enabled": true}, "prometheusRule": {"enabled": true}, "dashboard": {"enabled": true}}}),
     );
     assert_eq!(report["errors"], json!([]), "{report}");
+}
+
+#[test]
+fn the_cloud_source_gets_its_config_and_the_secret_mounted_read_only() {
+    let values = json!({
+        "provider": "huawei",
+        "config": {"cluster": {"id": "c-1"}},
+        "inventory": {"cloud": {"enabled": true, "existingSecret": "elb-readonly", "region": "cn-north-4", "onError": "deny", "qps": 3}}
+    });
+    let r = render(values);
+    let config_text = r.kind("ConfigMap")[0]["data"]["config.yaml"]
+        .as_str()
+        .unwrap();
+    let config = lbguard::engine::parse_config(config_text, "rendered")
+        .unwrap_or_else(|e| panic!("{e}\n{config_text}"));
+    let cloud = &config.inventory.cloud;
+    assert!(cloud.enabled);
+    assert_eq!(cloud.region.as_deref(), Some("cn-north-4"));
+    assert_eq!(cloud.credentials_dir.as_deref(), Some("/etc/lbguard/cloud"));
+    assert_eq!(cloud.on_error, lbguard::config::OnCloudError::Deny);
+    assert_eq!(cloud.qps, 3);
+    assert_eq!(config.cluster.id.as_deref(), Some("c-1"));
+    let pod = &r.kind("Deployment")[0]["spec"]["template"]["spec"];
+    let mount = pod["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["mountPath"] == "/etc/lbguard/cloud")
+        .expect("the Secret is mounted where the config says");
+    assert_eq!(mount["readOnly"], true);
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|v| v["name"] == mount["name"])
+        .unwrap();
+    assert_eq!(volume["secret"]["secretName"], "elb-readonly");
+    let env = pod["containers"][0]["env"].as_array().unwrap();
+    assert!(
+        env.iter()
+            .any(|e| e["name"] == "LBGUARD_REPLICAS" && e["value"] == "2"),
+        "the replicas share inventory.cloud.qps: {env:?}"
+    );
+    // The address type default can come from the cloud: the mutating webhook is there.
+    assert_eq!(r.kind("MutatingWebhookConfiguration").len(), 1);
+    // Without a Secret, or without a provider, the install fails with the reason.
+    for (values, word) in [
+        (
+            json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true}}}),
+            "existingSecret",
+        ),
+        (
+            json!({"inventory": {"cloud": {"enabled": true, "existingSecret": "s"}}}),
+            "provider",
+        ),
+        (
+            json!({"provider": "alibaba", "inventory": {"cloud": {"onError": "retry"}}}),
+            "onError",
+        ),
+    ] {
+        let out = helm("render", &values);
+        let err = out["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{values} was accepted"));
+        assert!(err.contains(word), "{values}: {err}");
+    }
 }
 
 #[test]

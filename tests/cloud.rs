@@ -649,3 +649,109 @@ async fn an_unreachable_cloud_does_not_stop_the_webhook() {
         "{warnings:?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_and_inventory_dump_ask_the_cloud() {
+    let Some(mock) = Mock::start().await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &mock.ca_pem).unwrap();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "provider: alibaba\ncluster:\n  id: c-own\n  vpcId: vpc-1\ninventory:\n  cloud:\n    region: {REGION}\n    endpoint: {}\n",
+            mock.url
+        ),
+    )
+    .unwrap();
+    let manifest = dir.path().join("svc.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: shop\n  annotations:\n    service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id: lb-typo\nspec:\n  type: LoadBalancer\n  ports: [{port: 80}]\n",
+    )
+    .unwrap();
+    let lbguard = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            .args(args)
+            .env("SSL_CERT_FILE", &ca)
+            .env("ALIBABA_CLOUD_ACCESS_KEY_ID", AK)
+            .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", SK)
+            .output()
+            .unwrap()
+    };
+    let config = config.to_str().unwrap();
+    let out = lbguard(&[
+        "check",
+        "--config",
+        config,
+        "--inventory-cloud",
+        "--output",
+        "json",
+        manifest.to_str().unwrap(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let text = report.to_string();
+    assert!(
+        text.contains("lb-exists") && text.contains("lb-typo"),
+        "{text}"
+    );
+    // Without --inventory-cloud the same manifest only gets the unknown-inventory warning.
+    let out = lbguard(&["check", "--config", config, manifest.to_str().unwrap()]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+
+    let out = lbguard(&[
+        "inventory",
+        "dump",
+        "--config",
+        config,
+        "--id",
+        "lb-user-internet",
+        "--id",
+        "nlb-other-vpc",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let dumped = Snapshot::parse(&String::from_utf8_lossy(&out.stdout), "dump").unwrap();
+    let file = Snapshot::parse(INV, "inv.yaml").unwrap();
+    for id in ["lb-user-internet", "nlb-other-vpc"] {
+        assert_eq!(
+            sorted(dumped.get(Provider::Alibaba, id).unwrap().clone()),
+            sorted(expressible(file.get(Provider::Alibaba, id).unwrap())),
+        );
+    }
+    let out = lbguard(&["inventory", "dump", "--config", config, "--id", "lb-gone"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("lb-gone: no such load balancer in region region-1"),
+        "{err}"
+    );
+    // No credentials: a clear error, no secret printed.
+    let out = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["inventory", "dump", "--config", config, "--id", "x"])
+        .env_remove("ALIBABA_CLOUD_ACCESS_KEY_ID")
+        .env_remove("LBGUARD_CLOUD_ACCESS_KEY_ID")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("LBGUARD_CLOUD_ACCESS_KEY_ID"), "{err}");
+    mock.assert_clean().await;
+}

@@ -45,6 +45,13 @@ pub struct CheckArgs {
     /// Load balancer inventory (YAML; overrides the config's inventory.path).
     #[arg(long, value_name = "FILE")]
     pub inventory: Option<PathBuf>,
+    /// Also ask the cloud's API about the load balancers the manifests name
+    /// (inventory.cloud; credentials from inventory.cloud.credentialsDir or the environment).
+    #[arg(long)]
+    pub inventory_cloud: bool,
+    /// The cloud region for --inventory-cloud (overrides inventory.cloud.region).
+    #[arg(long, requires = "inventory_cloud")]
+    pub region: Option<String>,
     /// Existing objects (Services, Nodes, Ingresses; `kubectl get svc,nodes,ingresses -A -o
     /// yaml`) for the cluster rules.
     #[arg(long = "cluster-state", value_name = "FILE")]
@@ -394,7 +401,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
     };
     let versions = Versions::from_config(&config);
-    let inventory = match &config.inventory.path {
+    let mut inventory = match &config.inventory.path {
         None => None,
         Some(p) => match Snapshot::load(Path::new(p)) {
             Ok(s) => Some(s),
@@ -404,9 +411,37 @@ pub fn run(args: CheckArgs) -> ExitCode {
             }
         },
     };
-    let inventory: &dyn Inventory = match &inventory {
-        Some(s) => s,
-        None => &EmptyInventory,
+    let mut config = config;
+    let loaded = load(&args.files);
+    let view = if args.inventory_cloud {
+        let cloud = match super::inventory::cloud(&mut config, args.region.as_deref()) {
+            Ok(c) => c,
+            Err(e) => {
+                eprintln!("lbguard check: {e}");
+                return ExitCode::from(2);
+            }
+        };
+        let mut ids: Vec<String> = loaded
+            .services
+            .iter()
+            .filter_map(|f| cloud.named_id(Some(&f.service)))
+            .collect();
+        ids.sort();
+        ids.dedup();
+        match super::inventory::fetch(&cloud, &ids, inventory.take().map(Arc::new)) {
+            Ok(v) => Some(v),
+            Err(e) => {
+                eprintln!("lbguard check: {e}");
+                return ExitCode::from(2);
+            }
+        }
+    } else {
+        None
+    };
+    let inventory: &dyn Inventory = match (&view, &inventory) {
+        (Some(v), _) => v,
+        (None, Some(s)) => s,
+        (None, None) => &EmptyInventory,
     };
     let old_loaded = load(&args.old);
     let mut errors = old_loaded.errors;
@@ -417,7 +452,6 @@ pub fn run(args: CheckArgs) -> ExitCode {
         .collect();
     let cluster = ClusterState::new(config.provider);
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
-    let loaded = load(&args.files);
     errors.extend(loaded.errors);
 
     let mut results = Vec::new();

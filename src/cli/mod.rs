@@ -68,6 +68,7 @@ impl ConfigArgs {
 
 pub mod check;
 pub mod export_vap;
+pub mod inventory;
 pub mod positions;
 pub mod report;
 
@@ -94,6 +95,9 @@ pub enum Command {
     Serve(crate::server::ServeArgs),
     /// Print the stateless rules as ValidatingAdmissionPolicies (Kubernetes 1.30+).
     ExportVap(export_vap::ExportArgs),
+    /// Load balancer facts from the cloud's API.
+    #[command(subcommand)]
+    Inventory(inventory::InventoryCommand),
     /// List every rule: id, providers, class, default action.
     Rules {
         /// Print the rules reference's Markdown table.
@@ -109,6 +113,7 @@ pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
         Command::ExportVap(args) => export_vap::run(args),
+        Command::Inventory(cmd) => inventory::run(cmd),
         Command::Serve(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -2,12 +2,22 @@ use super::*;
 
 #[tokio::test(start_paused = true)]
 async fn the_bucket_gives_qps_tokens_and_refuses_past_the_deadline() {
-    let b = Bucket::new(2);
+    let b = Bucket::new(2.0);
     assert!(b.take(None).await && b.take(None).await);
     let soon = Instant::now() + Duration::from_millis(100);
     assert!(!b.take(Some(soon)).await, "no token within 100 ms at 2 qps");
     let later = Instant::now() + Duration::from_millis(600);
     assert!(b.take(Some(later)).await);
+    // Five replicas sharing 2 qps: one token at first, the next 2.5 s later.
+    let shared = Bucket::new(2.0 / 5.0);
+    assert!(shared.take(None).await);
+    let start = Instant::now();
+    assert!(shared.take(None).await);
+    assert!(
+        start.elapsed() >= Duration::from_millis(2400),
+        "{:?}",
+        start.elapsed()
+    );
 }
 
 fn lb(id: &str) -> LoadBalancer {

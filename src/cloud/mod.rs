@@ -101,19 +101,22 @@ struct Entry {
 
 type Pending = watch::Receiver<Option<Result<Arc<Fact>, CloudError>>>;
 
-/// A token bucket: `qps` tokens a second, as many in a burst.
+/// A token bucket: `qps` tokens a second, as many in a burst (at least one).
 #[derive(Debug)]
 struct Bucket {
     qps: f64,
+    burst: f64,
     state: Mutex<(f64, Instant)>,
 }
 
 impl Bucket {
-    fn new(qps: u32) -> Self {
-        let qps = f64::from(qps.max(1));
+    fn new(qps: f64) -> Self {
+        let qps = qps.max(0.01);
+        let burst = qps.max(1.0);
         Self {
             qps,
-            state: Mutex::new((qps, Instant::now())),
+            burst,
+            state: Mutex::new((burst, Instant::now())),
         }
     }
 
@@ -123,7 +126,7 @@ impl Bucket {
             let wait = {
                 let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 let now = Instant::now();
-                s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.qps).min(self.qps);
+                s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.qps).min(self.burst);
                 s.1 = now;
                 if s.0 >= 1.0 {
                     s.0 -= 1.0;
@@ -272,6 +275,7 @@ impl std::fmt::Debug for Cloud {
 }
 
 impl Cloud {
+    /// `replicas` share `inventory.cloud.qps`: each takes its part of the budget.
     pub fn new(
         provider: Provider,
         cfg: &CloudConfig,
@@ -279,6 +283,18 @@ impl Cloud {
         creds: Arc<CredStore>,
         extra_roots: &[u8],
         metrics: CloudMetrics,
+    ) -> anyhow::Result<Arc<Self>> {
+        Self::with_replicas(provider, cfg, cluster_id, creds, extra_roots, metrics, 1)
+    }
+
+    pub fn with_replicas(
+        provider: Provider,
+        cfg: &CloudConfig,
+        cluster_id: Option<String>,
+        creds: Arc<CredStore>,
+        extra_roots: &[u8],
+        metrics: CloudMetrics,
+        replicas: u32,
     ) -> anyhow::Result<Arc<Self>> {
         Ok(Arc::new(Self {
             provider,
@@ -289,7 +305,7 @@ impl Cloud {
             refresh: cfg.refresh.0,
             http: Http::new(extra_roots)?,
             creds,
-            bucket: Bucket::new(cfg.qps),
+            bucket: Bucket::new(f64::from(cfg.qps) / f64::from(replicas.max(1))),
             cache: RwLock::new(HashMap::new()),
             pending: Mutex::new(HashMap::new()),
             region_source: Mutex::new(None),
@@ -355,6 +371,35 @@ impl Cloud {
         }
     }
 
+    /// Every id at once, within `budget` (the CLI: many ids, no admission waiting).
+    pub async fn view_all(
+        self: &Arc<Self>,
+        ids: &[String],
+        file: Option<Arc<Snapshot>>,
+        budget: Duration,
+    ) -> View {
+        let deadline = Instant::now() + budget;
+        let wanted: Vec<&String> = ids
+            .iter()
+            .filter(|id| {
+                !file
+                    .as_ref()
+                    .is_some_and(|f| f.get(self.provider, id).is_some())
+            })
+            .collect();
+        let got = futures::future::join_all(wanted.iter().map(|id| self.get(id, deadline))).await;
+        View {
+            provider: self.provider,
+            region: self.region().unwrap_or_else(|| "(unknown)".into()),
+            file,
+            facts: wanted
+                .into_iter()
+                .cloned()
+                .zip(got.into_iter().map(|r| r.map_err(|e| e.to_string())))
+                .collect(),
+        }
+    }
+
     /// The cached fact, or one call shared by every admission that asks meanwhile.
     pub async fn get(
         self: &Arc<Self>,
@@ -364,6 +409,7 @@ impl Cloud {
         if let Some(fact) = self.cached(id) {
             return Ok(fact);
         }
+        let budget = deadline.saturating_duration_since(Instant::now());
         let mut rx = self.start(id);
         let wait = async {
             loop {
@@ -377,7 +423,7 @@ impl Cloud {
         };
         match tokio::time::timeout_at(deadline.into(), wait).await {
             Ok(r) => r,
-            Err(_) => Err(CloudError::Timeout(self.timeout.as_millis())),
+            Err(_) => Err(CloudError::Timeout(budget.as_millis())),
         }
     }
 
@@ -563,6 +609,26 @@ pub struct View {
 }
 
 impl View {
+    /// What the cloud said of each id it was asked about: the facts, or why there are none.
+    pub fn answers(&self) -> Vec<(&str, Result<Option<&LoadBalancer>, &str>)> {
+        let mut v: Vec<_> = self
+            .facts
+            .iter()
+            .map(|(id, r)| {
+                let r = match r {
+                    Ok(f) => match f.as_ref() {
+                        Fact::Found(lb) => Ok(Some(lb)),
+                        Fact::NotFound => Ok(None),
+                    },
+                    Err(e) => Err(e.as_str()),
+                };
+                (id.as_str(), r)
+            })
+            .collect();
+        v.sort_by(|a, b| a.0.cmp(b.0));
+        v
+    }
+
     /// A view from fixed facts (tests, `check`).
     pub fn fixed(
         provider: Provider,

@@ -333,19 +333,27 @@ fn start_cloud(
             move || me.reload(),
         );
     }
-    let cloud = crate::cloud::Cloud::new(
+    // inventory.cloud.qps is all replicas' budget; the chart says how many there are.
+    let replicas = std::env::var("LBGUARD_REPLICAS")
+        .ok()
+        .and_then(|r| r.trim().parse::<u32>().ok())
+        .filter(|r| *r > 0)
+        .unwrap_or(1);
+    let cloud = crate::cloud::Cloud::with_replicas(
         provider,
         cfg,
         config.cluster.id.clone(),
         creds,
         roots,
         metrics.cloud.clone(),
+        replicas,
     )
     .context("setting up the cloud API client")?;
     tracing::info!(
         provider = %provider,
         region = cfg.region.as_deref().unwrap_or("(from the nodes)"),
         endpoint = cfg.endpoint.as_deref().unwrap_or("(public)"),
+        qps_per_replica = f64::from(cfg.qps) / f64::from(replicas),
         "load balancer facts from the cloud API"
     );
     Ok(cloud)

@@ -411,7 +411,8 @@ pub struct CloudConfig {
     pub refresh: Seconds,
     /// The budget of one admission's look-up of a load balancer not yet cached.
     pub timeout: Seconds,
-    /// Requests per second to the cloud from one replica.
+    /// Requests per second to the cloud, all replicas together (each takes its share:
+    /// `LBGUARD_REPLICAS`, which the chart sets, says how many there are).
     pub qps: u32,
     pub on_error: OnCloudError,
 }

@@ -41,6 +41,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if .Values.inventory.enabled -}}
 {{- $_ := set $config.inventory "path" "/etc/lbguard/inventory/inventory.yaml" -}}
 {{- end -}}
+{{- if and .Values.inventory.cloud.enabled (eq (toString .Values.provider) "auto") -}}
+{{- fail "inventory.cloud.enabled needs provider set to ctyun, alibaba, huawei or volcengine: lbguard must know which cloud to ask" -}}
+{{- end -}}
+{{- with .Values.inventory.cloud -}}
+{{- if .enabled -}}
+{{- $cloud := omit . "existingSecret" -}}
+{{- $_ := set $cloud "credentialsDir" "/etc/lbguard/cloud" -}}
+{{- $_ := set $config.inventory "cloud" $cloud -}}
+{{- end -}}
+{{- end -}}
 {{ toYaml $config }}
 {{- end -}}
 
@@ -57,6 +67,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $d := .Values.config.defaults -}}
 {{- $mode := .Values.webhook.mutate -}}
 {{- if eq $mode "always" -}}true
-{{- else if and (eq $mode "auto") $d.enabled (or .Values.inventory.enabled $d.volcengineWeight $d.huaweiElbClass $d.ctyunIpModeProxy $d.annotations (and $d.huaweiTurboClusterPolicy (eq .Values.config.cluster.flavor "turbo"))) -}}true
+{{- else if and (eq $mode "auto") $d.enabled (or .Values.inventory.enabled .Values.inventory.cloud.enabled $d.volcengineWeight $d.huaweiElbClass $d.ctyunIpModeProxy $d.annotations (and $d.huaweiTurboClusterPolicy (eq .Values.config.cluster.flavor "turbo"))) -}}true
 {{- end -}}
 {{- end -}}

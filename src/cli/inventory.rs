@@ -1,0 +1,139 @@
+//! `lbguard inventory dump` and the cloud source of `lbguard check --inventory-cloud`: the
+//! same client as the webhook, credentials from `inventory.cloud.credentialsDir` or the
+//! environment.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Duration;
+
+use clap::{Args, Subcommand};
+
+use crate::cloud::{Cloud, View};
+use crate::config::{Config, ProviderChoice};
+use crate::inventory::{InventoryFile, Snapshot};
+
+/// How long the CLI waits for the cloud, all ids together.
+const CLI_BUDGET: Duration = Duration::from_secs(30);
+
+#[derive(Debug, Subcommand)]
+pub enum InventoryCommand {
+    /// Print what the cloud says of load balancers, in the inventory file's format (to
+    /// review it, or freeze it as a file).
+    Dump(DumpArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct DumpArgs {
+    #[command(flatten)]
+    pub settings: super::ConfigArgs,
+    /// The cloud region (overrides inventory.cloud.region).
+    #[arg(long)]
+    pub region: Option<String>,
+    /// A load balancer id to read (repeat for more).
+    #[arg(long = "id", value_name = "ID")]
+    pub ids: Vec<String>,
+    /// Manifests whose Services name the load balancers to read.
+    #[arg(value_name = "FILE")]
+    pub files: Vec<PathBuf>,
+}
+
+/// The cloud client for the CLI: the config's `inventory.cloud`, switched on.
+pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, String> {
+    let ProviderChoice::Fixed(provider) = config.provider else {
+        return Err("the cloud source needs a provider: --provider ctyun|alibaba|huawei|volcengine (or provider: in the config)".into());
+    };
+    let cfg = &mut config.inventory.cloud;
+    cfg.enabled = true;
+    if let Some(r) = region {
+        cfg.region = Some(r.to_string());
+    }
+    if cfg.region.is_none() {
+        return Err("the cloud source needs a region: --region or inventory.cloud.region".into());
+    }
+    let dir = cfg.credentials_dir.as_deref().map(std::path::Path::new);
+    let creds = crate::cloud::creds::CredStore::load(provider, dir).map_err(|e| e.to_string())?;
+    Cloud::new(
+        provider,
+        cfg,
+        config.cluster.id.clone(),
+        creds,
+        &[],
+        Default::default(),
+    )
+    .map_err(|e| format!("{e:#}"))
+}
+
+/// Asks the cloud about every id at once.
+pub fn fetch(
+    cloud: &Arc<Cloud>,
+    ids: &[String],
+    file: Option<Arc<Snapshot>>,
+) -> Result<View, String> {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| format!("cannot start the runtime: {e}"))?;
+    Ok(runtime.block_on(cloud.view_all(ids, file, CLI_BUDGET)))
+}
+
+pub fn run(cmd: InventoryCommand) -> ExitCode {
+    match cmd {
+        InventoryCommand::Dump(args) => dump(args),
+    }
+}
+
+fn dump(args: DumpArgs) -> ExitCode {
+    let fail = |e: String| {
+        eprintln!("lbguard inventory dump: {e}");
+        ExitCode::from(2)
+    };
+    let mut config = match args.settings.config() {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let cloud = match cloud(&mut config, args.region.as_deref()) {
+        Ok(c) => c,
+        Err(e) => return fail(e),
+    };
+    let mut ids = args.ids.clone();
+    let loaded = super::check::load(&args.files);
+    for found in &loaded.services {
+        if let Some(id) = cloud.named_id(Some(&found.service)) {
+            ids.push(id);
+        }
+    }
+    ids.sort();
+    ids.dedup();
+    if ids.is_empty() {
+        return fail("no load balancer ids: give --id or manifests whose Services name one".into());
+    }
+    let view = match fetch(&cloud, &ids, None) {
+        Ok(v) => v,
+        Err(e) => return fail(e),
+    };
+    let mut file = InventoryFile::default();
+    let mut problems = loaded.errors;
+    for (id, answer) in view.answers() {
+        match answer {
+            Ok(Some(lb)) => file.load_balancers.push(lb.clone()),
+            Ok(None) => problems.push(format!(
+                "{id}: no such load balancer in region {}",
+                cloud.region().unwrap_or_default()
+            )),
+            Err(e) => problems.push(format!("{id}: {e}")),
+        }
+    }
+    match serde_saphyr::to_string(&file) {
+        Ok(text) => print!("{text}"),
+        Err(e) => return fail(format!("cannot write YAML: {e}")),
+    }
+    for p in &problems {
+        eprintln!("lbguard inventory dump: {p}");
+    }
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::from(2)
+    }
+}
