@@ -4,17 +4,15 @@
 
 mod common;
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
 use std::time::{Duration, Instant};
 
-use common::{Client, Start, TestServer, fixture};
+use common::mock_cloud::{AK, Mock, REGION, SK};
+use common::{Start, TestServer, fixture};
 use lbguard::inventory::{LoadBalancer, Snapshot};
 use lbguard::vocab::ctx::Inventory;
 use lbguard::vocab::provider::Provider;
 use serde_json::{Value, json};
-
-const MOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cloud/mock.py");
 
 /// The rule tests' inventory (src/rules/inventory_tests.rs), one file for both sources.
 const INV: &str = r#"
@@ -42,122 +40,6 @@ loadBalancers:
      listeners: [{port: 80, protocol: TCP, owner: external}]}
   - {id: nlb-user, provider: volcengine, kind: nlb, addressType: internet, vpcId: vpc-1}
 "#;
-
-const REGION: &str = "region-1";
-const AK: &str = "AKIDmock";
-const SK: &str = "mock-secret";
-
-fn sdks_present() -> bool {
-    Command::new("python3")
-        .args([
-            "-c",
-            "import alibabacloud_slb20140515, alibabacloud_nlb20220430, huaweicloudsdkelb, huaweicloudsdkcore, volcenginesdkclb, ctyunsdk_elb20220909",
-        ])
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The mock cloud, or `None` (the test says why and passes) when the SDKs are not installed;
-/// under `CI=true` that is a failure.
-struct Mock {
-    child: Child,
-    client: Client,
-    pub ca_pem: String,
-    pub url: String,
-    _dir: tempfile::TempDir,
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Mock {
-    async fn start() -> Option<Self> {
-        if !sdks_present() {
-            assert!(
-                std::env::var("CI").as_deref() != Ok("true"),
-                "the clouds' Python SDKs are missing (scripts/test installs them)"
-            );
-            eprintln!(
-                "cloud mock: not run: the clouds' Python SDKs are not installed (scripts/test installs them)"
-            );
-            return None;
-        }
-        let dir = tempfile::tempdir().unwrap();
-        let certs = lbguard::server::devcert::generate(&["localhost", "127.0.0.1"]).unwrap();
-        let (cert, key) = common::write_pair(dir.path(), &certs);
-        let mut child = Command::new("python3")
-            .arg(MOCK)
-            .arg("--cert")
-            .arg(&cert)
-            .arg("--key")
-            .arg(&key)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the mock cloud");
-        let stdout = child.stdout.take().unwrap();
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        });
-        let line = tokio::time::timeout(Duration::from_secs(60), line)
-            .await
-            .expect("the mock cloud starts within 60 s")
-            .unwrap()
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .strip_prefix("port ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("mock cloud said {line:?}"));
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
-        let mock = Self {
-            child,
-            client: Client::new(&certs.ca_pem, addr),
-            ca_pem: certs.ca_pem,
-            url: format!("https://localhost:{port}"),
-            _dir: dir,
-        };
-        mock.control("creds", json!({"ak": AK, "sk": SK})).await;
-        mock.load(INV).await;
-        Some(mock)
-    }
-
-    async fn control(&self, what: &str, body: Value) -> Value {
-        let r = self.client.post(&format!("/_mock/{what}"), &body).await;
-        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
-        r.json()
-    }
-
-    async fn load(&self, inventory: &str) {
-        let file: Value = lbguard::yaml::from_str(inventory).unwrap();
-        self.control(
-            "state",
-            json!({"loadBalancers": file["loadBalancers"], "region": REGION, "clusterId": "c-own", "projectId": "p-1"}),
-        )
-        .await;
-    }
-
-    async fn calls(&self, op: &str) -> u64 {
-        self.control("calls", json!({})).await["byOperation"][op]
-            .as_u64()
-            .unwrap_or(0)
-    }
-
-    async fn assert_clean(&self) {
-        let c = self.control("calls", json!({})).await;
-        assert_eq!(c["badSignatures"], 0, "{c}");
-        assert_eq!(c["modelFailures"], json!([]), "{c}");
-    }
-
-    async fn fault(&self, mode: Option<&str>, delay: f64) {
-        self.control("fault", json!({"mode": mode, "delay": delay}))
-            .await;
-    }
-}
 
 fn creds_dir(provider: Provider, ak: &str, sk: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().unwrap();
@@ -272,7 +154,7 @@ const ALL: [Provider; 4] = [
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
-    let Some(mock) = Mock::start().await else {
+    let Some(mock) = Mock::start(INV).await else {
         return;
     };
     let file = Snapshot::parse(INV, "inv.yaml").unwrap();
@@ -391,7 +273,7 @@ async fn warned(s: &TestServer, review: &Value) -> (bool, Vec<String>, String) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
-    let Some(mock) = Mock::start().await else {
+    let Some(mock) = Mock::start(INV).await else {
         return;
     };
     let faults = [
@@ -488,7 +370,7 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn fifty_concurrent_admissions_for_one_new_load_balancer_make_one_call() {
-    let Some(mock) = Mock::start().await else {
+    let Some(mock) = Mock::start(INV).await else {
         return;
     };
     let creds = creds_dir(Provider::Alibaba, AK, SK);
@@ -539,7 +421,7 @@ async fn fifty_concurrent_admissions_for_one_new_load_balancer_make_one_call() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_refresh_sees_a_listener_added_at_the_cloud() {
-    let Some(mock) = Mock::start().await else {
+    let Some(mock) = Mock::start(INV).await else {
         return;
     };
     let creds = creds_dir(Provider::Ctyun, AK, SK);
@@ -578,7 +460,7 @@ async fn the_refresh_sees_a_listener_added_at_the_cloud() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn rotated_credentials_are_picked_up_while_serving() {
-    let Some(mock) = Mock::start().await else {
+    let Some(mock) = Mock::start(INV).await else {
         return;
     };
     let creds = creds_dir(Provider::Huawei, AK, SK);
@@ -652,7 +534,7 @@ async fn an_unreachable_cloud_does_not_stop_the_webhook() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn check_and_inventory_dump_ask_the_cloud() {
-    let Some(mock) = Mock::start().await else {
+    let Some(mock) = Mock::start(INV).await else {
         return;
     };
     let dir = tempfile::tempdir().unwrap();

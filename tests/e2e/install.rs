@@ -116,6 +116,8 @@ pub struct Install {
     pub ca_pem: String,
     pub replicas: Vec<Replica>,
     pub proxy: SocketAddr,
+    /// More environment for the replicas (what a case's chart values put in the pod).
+    pub env: Vec<(String, String)>,
     dir: PathBuf,
     /// Which replicas the proxy sends new connections to.
     backends: Arc<std::sync::Mutex<Vec<SocketAddr>>>,
@@ -216,6 +218,7 @@ impl Install {
             ca_pem: plane.pki.ca_pem.clone(),
             replicas,
             proxy,
+            env: Vec::new(),
             dir,
             backends,
         };
@@ -237,6 +240,7 @@ impl Install {
             .env("KUBECONFIG", &r.kubeconfig)
             .env("POD_NAMESPACE", NS)
             .env("POD_NAME", &r.name)
+            .envs(self.env.iter().map(|(k, v)| (k, v)))
             .env_remove("RUST_LOG");
         r.proc = Some(Proc::spawn(&self.dir, &r.name, &mut cmd));
         let client = common::Client::new(&self.ca_pem, r.addr);

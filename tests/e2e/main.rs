@@ -17,6 +17,7 @@ mod plane;
 
 mod bench;
 mod claims;
+mod cloud;
 mod examples;
 mod metrics;
 mod reports;
@@ -102,6 +103,8 @@ fn cases() -> Vec<(&'static str, Case)> {
         "secure_metrics_with_real_token_reviews" => metrics::run,
         "rolling_restart_loses_no_create" => rolling::run,
         "api_server_restart" => restart::run,
+        // Last: it reinstalls with other values and puts the suite's install back.
+        "cloud_inventory_from_a_secret" => cloud::run,
     ]
 }
 

@@ -1,0 +1,127 @@
+//! The mock cloud (tests/cloud/mock.py) as a test helper: started on a free port with its
+//! own certificate, loaded with load balancers in the inventory file's format.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::Client;
+
+const MOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cloud/mock.py");
+pub const REGION: &str = "region-1";
+pub const AK: &str = "AKIDmock";
+pub const SK: &str = "mock-secret";
+
+pub fn sdks_present() -> bool {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import alibabacloud_slb20140515, alibabacloud_nlb20220430, huaweicloudsdkelb, huaweicloudsdkcore, volcenginesdkclb, ctyunsdk_elb20220909",
+        ])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+/// The mock cloud, or `None` (the test says why and passes) when the SDKs are not installed;
+/// under `CI=true` that is a failure.
+pub struct Mock {
+    child: Child,
+    client: Client,
+    pub ca_pem: String,
+    pub url: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for Mock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Mock {
+    pub async fn start(inventory: &str) -> Option<Self> {
+        if !sdks_present() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the clouds' Python SDKs are missing (scripts/test installs them)"
+            );
+            eprintln!(
+                "cloud mock: not run: the clouds' Python SDKs are not installed (scripts/test installs them)"
+            );
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let certs = lbguard::server::devcert::generate(&["localhost", "127.0.0.1"]).unwrap();
+        let (cert, key) = super::write_pair(dir.path(), &certs);
+        let mut child = Command::new("python3")
+            .arg(MOCK)
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the mock cloud");
+        let stdout = child.stdout.take().unwrap();
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        });
+        let line = tokio::time::timeout(Duration::from_secs(60), line)
+            .await
+            .expect("the mock cloud starts within 60 s")
+            .unwrap()
+            .unwrap();
+        let port: u16 = line
+            .trim()
+            .strip_prefix("port ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("mock cloud said {line:?}"));
+        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let mock = Self {
+            child,
+            client: Client::new(&certs.ca_pem, addr),
+            ca_pem: certs.ca_pem,
+            url: format!("https://localhost:{port}"),
+            dir,
+        };
+        mock.control("creds", json!({"ak": AK, "sk": SK})).await;
+        mock.load(inventory).await;
+        Some(mock)
+    }
+
+    pub async fn control(&self, what: &str, body: Value) -> Value {
+        let r = self.client.post(&format!("/_mock/{what}"), &body).await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+
+    pub async fn load(&self, inventory: &str) {
+        let file: Value = lbguard::yaml::from_str(inventory).unwrap();
+        self.control(
+            "state",
+            json!({"loadBalancers": file["loadBalancers"], "region": REGION, "clusterId": "c-own", "projectId": "p-1"}),
+        )
+        .await;
+    }
+
+    pub async fn calls(&self, op: &str) -> u64 {
+        self.control("calls", json!({})).await["byOperation"][op]
+            .as_u64()
+            .unwrap_or(0)
+    }
+
+    pub async fn assert_clean(&self) {
+        let c = self.control("calls", json!({})).await;
+        assert_eq!(c["badSignatures"], 0, "{c}");
+        assert_eq!(c["modelFailures"], json!([]), "{c}");
+    }
+
+    pub async fn fault(&self, mode: Option<&str>, delay: f64) {
+        self.control("fault", json!({"mode": mode, "delay": delay}))
+            .await;
+    }
+}

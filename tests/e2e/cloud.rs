@@ -1,0 +1,156 @@
+//! The cloud source as the chart installs it: `inventory.cloud.enabled` with a Secret in the
+//! API server, the replicas reading the Secret's files and asking the mock cloud (which checks
+//! every signature with the cloud's SDK). Through both API servers: a typo in the load balancer
+//! id is denied by `lb-exists`, a reused load balancer gets its address type from the cloud
+//! (the mutating webhook), and a listener the cloud already has is not taken twice.
+
+use base64::Engine;
+use serde_json::{Value, json};
+
+use crate::Env;
+use crate::common::mock_cloud::{AK, Mock, REGION, SK};
+use crate::install::{EXAMPLES, NS, of_kind, render, values};
+use crate::plane::{apply, apply_ok, call, delete, namespace};
+
+const APP_NS: &str = "cloud-e2e";
+
+fn service(name: &str, id: &str, port: i64) -> Value {
+    json!({
+        "apiVersion": "v1", "kind": "Service",
+        "metadata": {"name": name, "namespace": APP_NS, "annotations": {
+            "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id": id}},
+        "spec": {"type": "LoadBalancer", "selector": {"app": name},
+                 "ports": [{"port": port, "protocol": "TCP", "targetPort": 8080}]},
+    })
+}
+
+pub async fn run(env: &mut Env) {
+    let inventory =
+        std::fs::read_to_string(format!("{EXAMPLES}/inventory/inventory.yaml")).unwrap();
+    let Some(mock) = Mock::start(&inventory).await else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the clouds' SDKs are needed under CI"
+        );
+        return;
+    };
+    let admin = env.admin[0].clone();
+    // The Secret, as a user creates it (kubectl create secret generic --from-file=...).
+    let b64 = |s: &str| base64::engine::general_purpose::STANDARD.encode(s);
+    apply_ok(
+        &admin,
+        &json!({
+            "apiVersion": "v1", "kind": "Secret", "type": "Opaque",
+            "metadata": {"name": "lbguard-cloud", "namespace": NS},
+            "data": {"accessKeyId": b64(AK), "accessKeySecret": b64(SK)},
+        }),
+    )
+    .await;
+
+    // The chart with the cloud source on.
+    let mut v = values(&env.lbguard.ca_pem);
+    v["provider"] = json!("alibaba");
+    v["inventory"] = json!({"enabled": false, "cloud": {
+        "enabled": true, "existingSecret": "lbguard-cloud", "region": REGION, "endpoint": mock.url}});
+    let objects = render(&v);
+    let deployment = of_kind(&objects, "Deployment")[0];
+    let pod = &deployment["spec"]["template"]["spec"];
+    let mount = pod["containers"][0]["volumeMounts"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["name"] == "cloud-credentials")
+        .expect("the chart mounts the Secret");
+    let volume = pod["volumes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["name"] == "cloud-credentials")
+        .unwrap();
+    let secret_name = volume["secret"]["secretName"].as_str().unwrap();
+    // What the kubelet does: the Secret's keys as files where the pod mounts it.
+    let secret = call(
+        &admin,
+        "GET",
+        &format!("/api/v1/namespaces/{NS}/secrets/{secret_name}"),
+        None,
+    )
+    .await;
+    assert_eq!(secret.status, 200, "{}", secret.body);
+    let dir = env.plane.dir.join("cloud-credentials");
+    std::fs::create_dir_all(&dir).unwrap();
+    for (key, value) in secret.body["data"].as_object().unwrap() {
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(value.as_str().unwrap())
+            .unwrap();
+        std::fs::write(dir.join(key), bytes).unwrap();
+    }
+    let rendered = of_kind(&objects, "ConfigMap")
+        .into_iter()
+        .find(|m| m["metadata"]["name"].as_str().unwrap().ends_with("-config"))
+        .unwrap()["data"]["config.yaml"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let mut config: Value = lbguard::yaml::from_str(&rendered).unwrap();
+    assert_eq!(
+        config["inventory"]["cloud"]["credentialsDir"], mount["mountPath"],
+        "the config reads the Secret where it is mounted"
+    );
+    config["inventory"]["cloud"]["credentialsDir"] = json!(dir.display().to_string());
+    let ca = env.plane.dir.join("mock-cloud-ca.pem");
+    std::fs::write(&ca, &mock.ca_pem).unwrap();
+    let saved_env = env.lbguard.env.clone();
+    env.lbguard.env = pod["containers"][0]["env"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|e| {
+            Some((
+                e["name"].as_str()?.to_string(),
+                e["value"].as_str()?.to_string(),
+            ))
+        })
+        .chain([("SSL_CERT_FILE".to_string(), ca.display().to_string())])
+        .collect();
+    let saved_config = std::fs::read_to_string(&env.lbguard.config).unwrap();
+    env.lbguard.reconfigure(|c| *c = config.clone()).await;
+
+    namespace(&admin, APP_NS).await;
+    // A typo: denied through either API server, naming the id and the region.
+    for (i, api) in env.admin.iter().enumerate() {
+        let r = apply(api, &service(&format!("typo-{i}"), "lb-2ze-pubilc", 80)).await;
+        assert_eq!(r.status, 403, "API server {i}: {}", r.body);
+        let m = r.body["message"].as_str().unwrap();
+        assert!(
+            m.contains("[lb-exists]") && m.contains("lb-2ze-pubilc") && m.contains(REGION),
+            "{m}"
+        );
+    }
+    // A reused load balancer: stored with the cloud's address type, set by the mutating side.
+    let r = apply(&admin, &service("web", "lb-2ze-public", 80)).await;
+    assert!(r.ok(), "{} {}", r.status, r.body);
+    assert_eq!(
+        r.body["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type"],
+        "internet",
+        "{}",
+        r.body
+    );
+    // Port 443 already has a listener at the cloud (not made for a Service of this cluster).
+    let r = apply(&env.admin[1], &service("web-2", "lb-2ze-public", 443)).await;
+    assert_eq!(r.status, 403, "{}", r.body);
+    let m = r.body["message"].as_str().unwrap();
+    assert!(
+        m.contains("[listener-port-unique]")
+            && m.contains("port 443/TCP is already a HTTPS listener"),
+        "{m}"
+    );
+    mock.assert_clean().await;
+    assert!(mock.calls("alibaba/DescribeLoadBalancerAttribute").await >= 1);
+
+    // Put the suite's install back.
+    let _ = delete(&admin, &service("web", "lb-2ze-public", 80)).await;
+    env.lbguard.env = saved_env;
+    let saved: Value = lbguard::yaml::from_str(&saved_config).unwrap();
+    env.lbguard.reconfigure(|c| *c = saved.clone()).await;
+}
