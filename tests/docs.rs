@@ -149,6 +149,7 @@ const EXTERNAL: &[&str] = &[
     "--ignore-not-found",
     "--data",
     "--cacert",
+    "--from-file",
     "--check",
 ];
 

@@ -167,12 +167,15 @@ fn nlb_owner(description: &str, own: Option<&str>) -> Option<(String, Option<Att
     }
 }
 
+/// Reads a listener description: the owner, and the attachment of another cluster's.
+type OwnerParser = fn(&str, Option<&str>) -> Option<(String, Option<Attachment>)>;
+
 fn listener(
     lb: &mut LoadBalancer,
     port: &Value,
     protocol: &Value,
     description: &str,
-    parse: fn(&str, Option<&str>) -> Option<(String, Option<Attachment>)>,
+    parse: OwnerParser,
     own: Option<&str>,
 ) {
     let Some(port) = port

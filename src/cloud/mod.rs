@@ -247,6 +247,9 @@ pub(crate) fn status_error(status: u16, code: &str, message: &str) -> CloudError
     }
 }
 
+/// Where the region comes from when the config names none.
+pub type RegionSource = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
 /// The cloud source: one per server, shared by every admission.
 pub struct Cloud {
     provider: Provider,
@@ -261,7 +264,7 @@ pub struct Cloud {
     cache: RwLock<HashMap<String, Entry>>,
     pending: Mutex<HashMap<String, Pending>>,
     /// Where the region comes from when the config does not say (the nodes' label).
-    region_source: Mutex<Option<Arc<dyn Fn() -> Option<String> + Send + Sync>>>,
+    region_source: Mutex<Option<RegionSource>>,
     pub metrics: CloudMetrics,
 }
 
@@ -322,7 +325,7 @@ impl Cloud {
     }
 
     /// Reads the region from elsewhere (the cluster's nodes) when the config names none.
-    pub fn set_region_source(&self, f: Arc<dyn Fn() -> Option<String> + Send + Sync>) {
+    pub fn set_region_source(&self, f: RegionSource) {
         *self.region_source.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
     }
 
@@ -382,9 +385,8 @@ impl Cloud {
         let wanted: Vec<&String> = ids
             .iter()
             .filter(|id| {
-                !file
-                    .as_ref()
-                    .is_some_and(|f| f.get(self.provider, id).is_some())
+                file.as_ref()
+                    .is_none_or(|f| f.get(self.provider, id).is_none())
             })
             .collect();
         let got = futures::future::join_all(wanted.iter().map(|id| self.get(id, deadline))).await;
@@ -531,7 +533,7 @@ impl Cloud {
                     }
                     Err(e) => {
                         tracing::warn!(load_balancer = %id, error = %e, attempt, "cloud refresh failed; the last facts stay");
-                        if !e.transient() {
+                        if !e.transient() || attempt == 2 {
                             break;
                         }
                         tokio::time::sleep(backoff).await;

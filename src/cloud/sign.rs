@@ -168,7 +168,7 @@ pub fn ctyun(req: &mut Req, creds: &Creds, stamp: &Stamp) {
     );
     let k_time = hmac(creds.access_key_secret.as_bytes(), date.as_bytes());
     let k_ak = hmac(&k_time, creds.access_key_id.as_bytes());
-    let k_date = hmac(&k_ak, date[..8].as_bytes());
+    let k_date = hmac(&k_ak, &date.as_bytes()[..8]);
     let signature =
         base64::engine::general_purpose::STANDARD.encode(hmac(&k_date, to_sign.as_bytes()));
     req.set("Content-Type", "application/json;charset=UTF-8".into());
@@ -295,7 +295,7 @@ pub fn volcengine(req: &mut Req, creds: &Creds, stamp: &Stamp, region: &str, ser
         "HMAC-SHA256\n{date}\n{scope}\n{}",
         sha256_hex(canonical.as_bytes())
     );
-    let k_date = hmac(creds.access_key_secret.as_bytes(), date[..8].as_bytes());
+    let k_date = hmac(creds.access_key_secret.as_bytes(), &date.as_bytes()[..8]);
     let k_region = hmac(&k_date, region.as_bytes());
     let k_service = hmac(&k_region, service.as_bytes());
     let k_signing = hmac(&k_service, b"request");

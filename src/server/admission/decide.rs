@@ -74,7 +74,7 @@ pub(super) struct Prepared {
 
 /// What reading a request gave: an answer already, or a Service to evaluate.
 pub(super) enum Step {
-    Done(Result<Answer, Reject>),
+    Done(Box<Result<Answer, Reject>>),
     Ready(Box<Prepared>),
 }
 
@@ -86,23 +86,14 @@ pub(super) fn prepare(bytes: &[u8]) -> Step {
     }
 }
 
-/// One request, start to end, with the inventory the server holds (no cloud look-up).
-#[cfg(test)]
-pub(super) fn answer(app: &AppState, endpoint: Endpoint, bytes: &[u8]) -> Result<Answer, Reject> {
-    match prepare(bytes) {
-        Step::Done(r) => r,
-        Step::Ready(p) => decide(app, endpoint, *p, None),
-    }
-}
-
-fn read_input(bytes: &[u8]) -> Result<Prepared, Result<Answer, Reject>> {
+fn read_input(bytes: &[u8]) -> Result<Prepared, Box<Result<Answer, Reject>>> {
     let (uid, req) = match read_request(bytes) {
         Ok(r) => r,
-        Err((uid, message)) => return Err(refuse(uid.as_deref(), message)),
+        Err((uid, message)) => return Err(Box::new(refuse(uid.as_deref(), message))),
     };
     if !req.kind.group.is_empty() || req.kind.kind != "Service" {
         // Not ours: allow at once, whatever it is.
-        return Err(Ok(Answer {
+        return Err(Box::new(Ok(Answer {
             response: allowed(uid),
             operation: "OTHER",
             rules: vec![],
@@ -110,21 +101,26 @@ fn read_input(bytes: &[u8]) -> Result<Prepared, Result<Answer, Reject>> {
             name: String::new(),
             dry_run: false,
             claims: vec![],
-        }));
+        })));
     }
     let operation = match req.operation.as_str() {
         "CREATE" => Operation::Create,
         "UPDATE" => Operation::Update,
         "DELETE" => Operation::Delete,
         "CONNECT" => Operation::Connect,
-        other => return Err(refuse(Some(&uid), format!("unknown operation {other:?}"))),
+        other => {
+            return Err(Box::new(refuse(
+                Some(&uid),
+                format!("unknown operation {other:?}"),
+            )));
+        }
     };
     let (object, old_object) = match (
         service(req.object, "object"),
         service(req.old_object, "oldObject"),
     ) {
         (Ok(o), Ok(old)) => (o, old),
-        (Err(e), _) | (_, Err(e)) => return Err(refuse(Some(&uid), e)),
+        (Err(e), _) | (_, Err(e)) => return Err(Box::new(refuse(Some(&uid), e))),
     };
     let user = UserInfo {
         username: req.user_info.username.unwrap_or_default(),
@@ -132,7 +128,7 @@ fn read_input(bytes: &[u8]) -> Result<Prepared, Result<Answer, Reject>> {
     };
     let mut input = match Input::new(operation, object, old_object, user) {
         Ok(i) => i,
-        Err(e) => return Err(refuse(Some(&uid), e.to_string())),
+        Err(e) => return Err(Box::new(refuse(Some(&uid), e.to_string()))),
     };
     input.uid = uid.clone();
     input.dry_run = req.dry_run.unwrap_or(false);

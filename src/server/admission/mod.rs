@@ -129,7 +129,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
     );
     let step = span.in_scope(|| prepare(&bytes));
     let answer = match step {
-        Step::Done(r) => r,
+        Step::Done(r) => *r,
         Step::Ready(p) => {
             let view = match &app.cloud {
                 Some(cloud) => {
