@@ -78,6 +78,19 @@ async fn creates(env: &Env, ns: &str, n: usize) -> Run {
 }
 
 async fn creates_by(env: &Env, ns: &str, n: usize, clients: usize) -> Run {
+    creates_with(env, ns, n, clients, service, false).await
+}
+
+/// `n` creates of `make(ns, i)` from `clients` tasks over both API servers (`dry_run`: the
+/// API server runs admission and stores nothing).
+pub async fn creates_with(
+    env: &Env,
+    ns: &str,
+    n: usize,
+    clients: usize,
+    make: fn(&str, usize) -> Value,
+    dry_run: bool,
+) -> Run {
     plane::namespace(&env.admin[0], ns).await;
     let next = Arc::new(AtomicUsize::new(0));
     let cpu_before = cpu(env);
@@ -94,12 +107,13 @@ async fn creates_by(env: &Env, ns: &str, n: usize, clients: usize) -> Run {
                 if i >= n {
                     return took;
                 }
-                let svc = service(&ns, i);
+                let svc = make(&ns, i);
                 let t = Instant::now();
+                let dry = if dry_run { "?dryRun=All" } else { "" };
                 let r = call(
                     &client,
                     "POST",
-                    &format!("/api/v1/namespaces/{ns}/services"),
+                    &format!("/api/v1/namespaces/{ns}/services{dry}"),
                     Some(&svc),
                 )
                 .await;
@@ -126,7 +140,7 @@ async fn creates_by(env: &Env, ns: &str, n: usize, clients: usize) -> Run {
 
 /// Cumulative bucket counts (upper bound -> count) of the admission webhook histogram for
 /// one webhook, summed over label sets and API servers.
-async fn buckets(env: &Env, webhook: &str) -> BTreeMap<u64, f64> {
+pub async fn buckets(env: &Env, webhook: &str) -> BTreeMap<u64, f64> {
     let mut out = BTreeMap::new();
     for client in &env.admin {
         let r = plane::raw(client, "GET", "/metrics", None)
@@ -161,7 +175,7 @@ async fn buckets(env: &Env, webhook: &str) -> BTreeMap<u64, f64> {
 }
 
 /// Prometheus' histogram_quantile over the difference of two snapshots, in ms.
-fn quantile(before: &BTreeMap<u64, f64>, after: &BTreeMap<u64, f64>, q: f64) -> (f64, f64) {
+pub fn quantile(before: &BTreeMap<u64, f64>, after: &BTreeMap<u64, f64>, q: f64) -> (f64, f64) {
     let delta: Vec<(u64, f64)> = after
         .iter()
         .map(|(b, c)| (*b, c - before.get(b).copied().unwrap_or(0.0)))
@@ -190,7 +204,7 @@ fn quantile(before: &BTreeMap<u64, f64>, after: &BTreeMap<u64, f64>, q: f64) -> 
     (f64::NAN, total)
 }
 
-fn share_within(before: &BTreeMap<u64, f64>, after: &BTreeMap<u64, f64>, bound_us: u64) -> f64 {
+pub fn share_within(before: &BTreeMap<u64, f64>, after: &BTreeMap<u64, f64>, bound_us: u64) -> f64 {
     let d = |m: &BTreeMap<u64, f64>, b: u64| m.get(&b).copied().unwrap_or(0.0);
     let total = d(after, u64::MAX) - d(before, u64::MAX);
     (d(after, bound_us) - d(before, bound_us)) / total
@@ -215,7 +229,7 @@ impl Mode {
 
 /// Deletes every Service of `ns` (8 at a time) and waits until no claim is left, so each
 /// phase starts from the same cluster.
-async fn clear(env: &Env, ns: &str, n: usize) {
+pub async fn clear(env: &Env, ns: &str, n: usize) {
     let next = Arc::new(AtomicUsize::new(0));
     let mut tasks = Vec::new();
     for c in 0..CLIENTS {

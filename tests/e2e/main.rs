@@ -4,7 +4,7 @@
 //! `.ci/run`); the policy report CRDs from `LBGUARD_E2E_CRDS`.
 //!
 //! `cargo test --release --test e2e -- --bench` runs the latency benchmark instead
-//! (`scripts/bench-e2e`).
+//! (`scripts/bench-e2e`); `-- --bench-cloud` the cloud source's (`scripts/bench-e2e cloud`).
 //!
 //! `cargo test --test e2e [-- NAME...]` runs every case (or those whose names contain a
 //! NAME) one after another against one control plane. Without the binaries the suite says so
@@ -16,6 +16,7 @@ mod install;
 mod plane;
 
 mod bench;
+mod bench_cloud;
 mod claims;
 mod cloud;
 mod examples;
@@ -124,7 +125,8 @@ fn assets() -> Result<PathBuf, String> {
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let bench = std::env::args().any(|a| a == "--bench");
+    let bench_cloud = std::env::args().any(|a| a == "--bench-cloud");
+    let bench = bench_cloud || std::env::args().any(|a| a == "--bench");
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -146,10 +148,10 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(run(assets, filters, bench))
+    runtime.block_on(run(assets, filters, bench, bench_cloud))
 }
 
-async fn run(assets: PathBuf, filters: Vec<String>, bench: bool) -> ExitCode {
+async fn run(assets: PathBuf, filters: Vec<String>, bench: bool, bench_cloud: bool) -> ExitCode {
     let dir = tempfile::Builder::new()
         .prefix("lbguard-e2e-")
         .tempdir()
@@ -192,10 +194,17 @@ async fn run(assets: PathBuf, filters: Vec<String>, bench: bool) -> ExitCode {
         started.elapsed().as_secs_f64()
     );
     if bench {
-        let ok = AssertUnwindSafe(bench::run(&mut env))
-            .catch_unwind()
-            .await
-            .is_ok();
+        let ok = if bench_cloud {
+            AssertUnwindSafe(bench_cloud::run(&mut env))
+                .catch_unwind()
+                .await
+                .is_ok()
+        } else {
+            AssertUnwindSafe(bench::run(&mut env))
+                .catch_unwind()
+                .await
+                .is_ok()
+        };
         if !ok {
             eprintln!("{}", env.logs());
         }
