@@ -172,6 +172,7 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
             lbguard::cloud::creds::CredStore::load(provider, Some(creds.path())).unwrap(),
             mock.ca_pem.as_bytes(),
             Default::default(),
+            1,
         )
         .unwrap();
         let ids: Vec<String> = INV

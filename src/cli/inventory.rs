@@ -60,6 +60,7 @@ pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, St
         creds,
         &[],
         Default::default(),
+        1,
     )
     .map_err(|e| format!("{e:#}"))
 }

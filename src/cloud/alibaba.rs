@@ -17,7 +17,7 @@
 use serde_json::Value;
 
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, status_error};
+use super::{Call, CloudError, Fact, non_empty, status_error};
 use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -204,20 +204,12 @@ fn new_lb(id: &str, kind: LbKind, attrs: &Value) -> LoadBalancer {
     } else {
         &attrs["Tags"]["Tag"]
     });
-    LoadBalancer {
-        id: id.into(),
-        provider: Provider::Alibaba,
-        kind: Some(kind),
-        address_type: address_type(&attrs["AddressType"]),
-        vpc_id: attrs["VpcId"]
-            .as_str()
-            .filter(|v| !v.is_empty())
-            .map(String::from),
-        created_by: Some(created_by(&tags)),
-        listeners: Vec::new(),
-        attached_from: Vec::new(),
-        flavors: Vec::new(),
-    }
+    let mut lb = LoadBalancer::new(id, Provider::Alibaba);
+    lb.kind = Some(kind);
+    lb.address_type = address_type(&attrs["AddressType"]);
+    lb.vpc_id = non_empty(&attrs["VpcId"]);
+    lb.created_by = Some(created_by(&tags));
+    lb
 }
 
 async fn clb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {

@@ -9,7 +9,7 @@
 use serde_json::Value;
 
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, status_error};
+use super::{Call, CloudError, Fact, non_empty, status_error, text};
 use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -39,16 +39,8 @@ async fn get(
         Err(e) if answer.status < 300 => return Err(e),
         Err(_) => Value::Null,
     };
-    let code = body["errorCode"]
-        .as_str()
-        .or(body["error"].as_str())
-        .unwrap_or_default();
-    let message = call.scrub(
-        body["message"]
-            .as_str()
-            .or(body["description"].as_str())
-            .unwrap_or_default(),
-    );
+    let code = text(&body, &["errorCode", "error"]);
+    let message = call.scrub(text(&body, &["message", "description"]));
     let ok = body["statusCode"].as_i64() == Some(800) || body["statusCode"].as_str() == Some("800");
     if answer.status < 300 && ok {
         return Ok(Some(body));
@@ -83,24 +75,14 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     let Some(attrs) = shown["returnObj"].as_array().and_then(|a| a.first()) else {
         return Ok(Fact::NotFound);
     };
-    let mut lb = LoadBalancer {
-        id: id.into(),
-        provider: Provider::Ctyun,
-        kind: Some(LbKind::Elb),
-        address_type: match attrs["resourceType"].as_str() {
-            Some("external") => Some(AddressType::Internet),
-            Some("internal") => Some(AddressType::Intranet),
-            _ => None,
-        },
-        vpc_id: attrs["vpcID"]
-            .as_str()
-            .filter(|v| !v.is_empty())
-            .map(String::from),
-        created_by: None,
-        listeners: Vec::new(),
-        attached_from: Vec::new(),
-        flavors: Vec::new(),
+    let mut lb = LoadBalancer::new(id, Provider::Ctyun);
+    lb.kind = Some(LbKind::Elb);
+    lb.address_type = match attrs["resourceType"].as_str() {
+        Some("external") => Some(AddressType::Internet),
+        Some("internal") => Some(AddressType::Intranet),
+        _ => None,
     };
+    lb.vpc_id = non_empty(&attrs["vpcID"]);
     let query = vec![
         ("regionID".to_string(), call.region.to_string()),
         ("loadBalancerID".to_string(), id.to_string()),

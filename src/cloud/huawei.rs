@@ -16,7 +16,7 @@
 use serde_json::Value;
 
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, status_error};
+use super::{Call, CloudError, Fact, non_empty, status_error, text};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -52,16 +52,8 @@ async fn get(
     } else {
         &body
     };
-    let code = err["error_code"]
-        .as_str()
-        .or(err["code"].as_str())
-        .unwrap_or_default();
-    let message = call.scrub(
-        err["error_msg"]
-            .as_str()
-            .or(err["message"].as_str())
-            .unwrap_or_default(),
-    );
+    let code = text(err, &["error_code", "code"]);
+    let message = call.scrub(text(err, &["error_msg", "message"]));
     if THROTTLED.contains(&code) {
         return Err(CloudError::Throttled(format!(
             "HTTP {} {code}: {message}",
@@ -160,28 +152,22 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     let public = ["eips", "publicips"]
         .iter()
         .any(|f| a[*f].as_array().is_some_and(|l| !l.is_empty()));
-    let mut lb = LoadBalancer {
-        id: id.into(),
-        provider: Provider::Huawei,
-        kind: Some(if dedicated {
-            LbKind::ElbDedicated
-        } else {
-            LbKind::ElbShared
-        }),
-        address_type: Some(if public {
-            AddressType::Internet
-        } else {
-            AddressType::Intranet
-        }),
-        vpc_id: a["vpc_id"]
-            .as_str()
-            .filter(|v| !v.is_empty())
-            .map(String::from),
-        created_by: Some(created_by(a)),
-        listeners: Vec::new(),
-        attached_from: Vec::new(),
-        flavors: if dedicated { flavors } else { Vec::new() },
-    };
+    let mut lb = LoadBalancer::new(id, Provider::Huawei);
+    lb.kind = Some(if dedicated {
+        LbKind::ElbDedicated
+    } else {
+        LbKind::ElbShared
+    });
+    lb.address_type = Some(if public {
+        AddressType::Internet
+    } else {
+        AddressType::Intranet
+    });
+    lb.vpc_id = non_empty(&a["vpc_id"]);
+    lb.created_by = Some(created_by(a));
+    if dedicated {
+        lb.flavors = flavors;
+    }
     listeners(call, version, &project, id, &mut lb).await?;
     Ok(Fact::Found(lb))
 }

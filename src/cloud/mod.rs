@@ -232,6 +232,17 @@ impl Call<'_> {
     }
 }
 
+/// The first of `keys` that holds a string in `v` ("" when none does): the clouds name their
+/// error fields differently from one API to the next.
+pub(crate) fn text<'a>(v: &'a serde_json::Value, keys: &[&str]) -> &'a str {
+    keys.iter().find_map(|k| v[*k].as_str()).unwrap_or_default()
+}
+
+/// A string field, when it is set and not empty.
+pub(crate) fn non_empty(v: &serde_json::Value) -> Option<String> {
+    v.as_str().filter(|s| !s.is_empty()).map(String::from)
+}
+
 /// Classifies an HTTP status the provider module did not handle itself.
 pub(crate) fn status_error(status: u16, code: &str, message: &str) -> CloudError {
     let what = if message.is_empty() {
@@ -280,17 +291,6 @@ impl std::fmt::Debug for Cloud {
 impl Cloud {
     /// `replicas` share `inventory.cloud.qps`: each takes its part of the budget.
     pub fn new(
-        provider: Provider,
-        cfg: &CloudConfig,
-        cluster_id: Option<String>,
-        creds: Arc<CredStore>,
-        extra_roots: &[u8],
-        metrics: CloudMetrics,
-    ) -> anyhow::Result<Arc<Self>> {
-        Self::with_replicas(provider, cfg, cluster_id, creds, extra_roots, metrics, 1)
-    }
-
-    pub fn with_replicas(
         provider: Provider,
         cfg: &CloudConfig,
         cluster_id: Option<String>,

@@ -42,23 +42,18 @@ impl Stamp {
 
     /// `20261201T080000Z`
     fn basic(&self) -> String {
-        let t = self.time;
-        format!(
-            "{:04}{:02}{:02}T{:02}{:02}{:02}Z",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        )
+        self.format("", "")
     }
 
     /// `2026-12-01T08:00:00Z`
     fn iso(&self) -> String {
+        self.format("-", ":")
+    }
+
+    fn format(&self, date: &str, time: &str) -> String {
         let t = self.time;
         format!(
-            "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}Z",
+            "{:04}{date}{:02}{date}{:02}T{:02}{time}{:02}{time}{:02}Z",
             t.year(),
             u8::from(t.month()),
             t.day(),

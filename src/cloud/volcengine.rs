@@ -10,7 +10,7 @@
 use serde_json::Value;
 
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, status_error};
+use super::{Call, CloudError, Fact, non_empty, status_error};
 use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -113,20 +113,10 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
             _ => None,
         }
     };
-    let mut lb = LoadBalancer {
-        id: id.into(),
-        provider: Provider::Volcengine,
-        kind: Some(if nlb { LbKind::Nlb } else { LbKind::Clb }),
-        address_type,
-        vpc_id: attrs["VpcId"]
-            .as_str()
-            .filter(|v| !v.is_empty())
-            .map(String::from),
-        created_by: None,
-        listeners: Vec::new(),
-        attached_from: Vec::new(),
-        flavors: Vec::new(),
-    };
+    let mut lb = LoadBalancer::new(id, Provider::Volcengine);
+    lb.kind = Some(if nlb { LbKind::Nlb } else { LbKind::Clb });
+    lb.address_type = address_type;
+    lb.vpc_id = non_empty(&attrs["VpcId"]);
     let mut token = String::new();
     for page in 1..=MAX_PAGES {
         let mut query = by_id();

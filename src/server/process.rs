@@ -339,7 +339,7 @@ fn start_cloud(
         .and_then(|r| r.trim().parse::<u32>().ok())
         .filter(|r| *r > 0)
         .unwrap_or(1);
-    let cloud = crate::cloud::Cloud::with_replicas(
+    let cloud = crate::cloud::Cloud::new(
         provider,
         cfg,
         config.cluster.id.clone(),

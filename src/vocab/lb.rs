@@ -122,6 +122,23 @@ pub struct LoadBalancer {
     pub flavors: Vec<String>,
 }
 
+impl LoadBalancer {
+    /// A load balancer of which nothing but the id is known yet.
+    pub fn new(id: &str, provider: Provider) -> Self {
+        Self {
+            id: id.into(),
+            provider,
+            kind: None,
+            address_type: None,
+            vpc_id: None,
+            created_by: None,
+            listeners: Vec::new(),
+            attached_from: Vec::new(),
+            flavors: Vec::new(),
+        }
+    }
+}
+
 /// Listener port spaces: TCP, HTTP, HTTPS and TLS share one; UDP has its own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
