@@ -638,3 +638,53 @@ async fn check_and_inventory_dump_ask_the_cloud() {
     assert!(err.contains("LBGUARD_CLOUD_ACCESS_KEY_ID"), "{err}");
     mock.assert_clean().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shared_elb_only_the_v2_api_knows_is_read_there() {
+    let Some(mock) = Mock::start("loadBalancers: []").await else {
+        return;
+    };
+    mock.control(
+        "state",
+        json!({"region": REGION, "projectId": "p-1", "loadBalancers": [
+            {"id": "elb-v2", "provider": "huawei", "kind": "elb-shared", "addressType": "internet",
+             "v2": true, "listeners": [{"port": 80, "protocol": "TCP"}]}]}),
+    )
+    .await;
+    let creds = creds_dir(Provider::Huawei, AK, SK);
+    let cfg = lbguard::engine::parse_config(
+        &cloud_config(Provider::Huawei, &mock, creds.path(), ""),
+        "t",
+    )
+    .unwrap();
+    let cloud = lbguard::cloud::Cloud::new(
+        Provider::Huawei,
+        &cfg.inventory.cloud,
+        None,
+        lbguard::cloud::creds::CredStore::load(Provider::Huawei, Some(creds.path())).unwrap(),
+        mock.ca_pem.as_bytes(),
+        Default::default(),
+        1,
+    )
+    .unwrap();
+    let view = cloud
+        .view(&["elb-v2".to_string(), "elb-none".to_string()], None)
+        .await;
+    let lb = view
+        .get(Provider::Huawei, "elb-v2")
+        .expect("found through v2");
+    assert_eq!(lb.kind, Some(lbguard::inventory::LbKind::ElbShared));
+    assert_eq!(
+        lb.address_type,
+        Some(lbguard::inventory::AddressType::Internet)
+    );
+    assert_eq!(lb.vpc_id, None, "v2 does not say the VPC");
+    assert_eq!(lb.listeners.len(), 1);
+    assert!(matches!(
+        view.lookup(Provider::Huawei, "elb-none"),
+        lbguard::vocab::ctx::Lookup::NotFound { .. }
+    ));
+    // v3 first, then v2, for each id.
+    assert_eq!(mock.calls("huawei/ShowLoadBalancer").await, 4);
+    mock.assert_clean().await;
+}

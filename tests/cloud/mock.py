@@ -394,11 +394,12 @@ class Handler(BaseHTTPRequestHandler):
         if len(parts) < 3 or parts[1] != STATE["projectId"] or self.headers.get("X-Project-Id") != STATE["projectId"]:
             return self.reply(403, {"error_code": "APIGW.0101", "request_id": "r", "error_msg": "project mismatch"})
         version = parts[0]
-        if version != "v3":
-            return self.reply(404, {"error_code": "ELB.8904", "request_id": "r", "error_msg": "not found"})
+        if version == "v2":
+            return self.huawei_v2(op, parts, q)
         if op == "ShowLoadBalancer":
             lb = find("huawei", parts[-1])
-            if lb is None:
+            # An entry marked "v2" is an older shared ELB that only the v2 API knows.
+            if lb is None or lb.get("v2"):
                 return self.reply(404, {"error_code": "ELB.8904", "request_id": "r",
                                         "error_msg": f"loadbalancer {parts[-1]} could not be found"})
             flavors = lb.get("flavors") or []
@@ -424,6 +425,30 @@ class Handler(BaseHTTPRequestHandler):
         body = {"request_id": "r", "listeners": items,
                 "page_info": {"current_count": len(items)}}
         check_huawei(body, "ListListenersResponse", "v3")
+        return self.reply(200, body)
+
+    def huawei_v2(self, op, parts, q):
+        if op == "ShowLoadBalancer":
+            lb = find("huawei", parts[-1])
+            if lb is None or not lb.get("v2"):
+                return self.reply(404, {"error_code": "ELB.1101", "request_id": "r",
+                                        "error_msg": f"loadbalancer {parts[-1]} could not be found"})
+            item = {"id": lb["id"], "name": lb["id"], "description": "", "vip_subnet_id": "subnet-1",
+                    "vip_address": "10.0.0.9", "provider": "vlb", "provisioning_status": "ACTIVE",
+                    "operating_status": "ONLINE", "admin_state_up": True,
+                    "listeners": [{"id": f"lsn-{l['port']}"} for l in listeners(lb)],
+                    "publicips": [{"publicip_id": "eip-1", "publicip_address": "203.0.113.9", "ip_version": 4}]
+                    if lb.get("addressType") == "internet" else []}
+            body = {"loadbalancer": item}
+            check_huawei(body, "ShowLoadbalancerResponse", "v2")
+            return self.reply(200, body)
+        lb = find("huawei", q.get("loadbalancer_id"))
+        items = [{"id": f"lsn-{l['port']}", "name": f"web_{l['protocol'].upper()}_{l['port']}",
+                  "protocol": l["protocol"].upper(), "protocol_port": l["port"],
+                  "loadbalancers": [{"id": lb["id"]}]}
+                 for l in (listeners(lb) if lb else [])]
+        body = {"listeners": items}
+        check_huawei(body, "ListListenersResponse", "v2")
         return self.reply(200, body)
 
     # ----- Volcengine -----
