@@ -104,7 +104,9 @@ impl Http {
                 "no trusted CA certificates for the cloud API: install the system's CA bundle or set SSL_CERT_FILE"
             );
         }
-        let tls = rustls::ClientConfig::builder_with_provider(crate::server::tls::provider())
+        let tls = rustls::ClientConfig::builder_with_provider(std::sync::Arc::new(
+            rustls::crypto::ring::default_provider(),
+        ))
             .with_safe_default_protocol_versions()?
             .with_root_certificates(roots)
             .with_no_client_auth();
