@@ -904,7 +904,9 @@ fn monitoring_renders_and_uses_only_metrics_lbguard_exports() {
     let r = render(json!({"monitoring": {
         "serviceMonitor": {"enabled": true, "prometheusServiceAccount": {"name": "prometheus", "namespace": "monitoring"}},
         "prometheusRule": {"enabled": true},
-        "dashboard": {"enabled": true}}}));
+        "dashboard": {"enabled": true}},
+        "provider": "alibaba",
+        "inventory": {"cloud": {"enabled": true, "existingSecret": "s", "refresh": "2m"}}}));
     let exported = exported_metric_names();
     assert!(
         exported.contains("lbguard_admission_requests_total"),
@@ -926,9 +928,20 @@ fn monitoring_renders_and_uses_only_metrics_lbguard_exports() {
         "LbguardCertificateReloadFailing",
         "LbguardInventoryReloadFailing",
         "LbguardAuditViolations",
+        "LbguardCloudApiFailing",
+        "LbguardCloudFactsStale",
     ] {
         assert!(names.contains(&want), "{names:?}");
     }
+    let stale = alerts
+        .iter()
+        .find(|a| a["alert"] == "LbguardCloudFactsStale")
+        .unwrap();
+    assert!(
+        stale["expr"].as_str().unwrap().ends_with("> 3 * 120"),
+        "three refresh intervals of 2m: {}",
+        stale["expr"]
+    );
     let mut used = std::collections::BTreeSet::new();
     for a in alerts {
         let expr = a["expr"].as_str().unwrap();

@@ -248,3 +248,45 @@ fn an_update_tolerates_clashes_its_live_object_already_had() {
     let c = lb().named("shop", "c").pa(Ctyun, "id", "lb-1").build();
     assert!(state.reserve(Svc(&c), RESERVATION_TTL, &[]).is_err());
 }
+
+#[test]
+fn the_region_is_the_one_most_nodes_are_labelled_with() {
+    let state = ClusterState::new(cfg("").provider);
+    assert_eq!(state.region(), None);
+    let node = |name: &str, region: Option<&str>| Node {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: region
+                .map(|r| [("topology.kubernetes.io/region".to_string(), r.to_string())].into()),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    state.apply_node(&node("n1", Some("cn-beijing")));
+    state.apply_node(&node("n2", Some("cn-beijing")));
+    state.apply_node(&node("n3", Some("cn-hangzhou")));
+    state.apply_node(&node("n4", None));
+    assert_eq!(state.region().as_deref(), Some("cn-beijing"));
+    state.delete_node(&node("n1", None));
+    state.apply_node(&node("n2", None));
+    assert_eq!(state.region().as_deref(), Some("cn-hangzhou"));
+}
+
+#[test]
+fn load_balancer_ids_named_by_cached_services() {
+    let config = cfg("provider: alibaba\n");
+    let svc = |name: &str, id: &str| {
+        crate::testkit::lb()
+            .named("shop", name)
+            .pa(Alibaba, "id", id)
+            .build()
+    };
+    let state = crate::testkit::cluster_with(
+        &config,
+        &[svc("a", "lb-1"), svc("b", "lb-2"), svc("c", "lb-1")],
+    );
+    let ids = state.lb_ids(Alibaba);
+    assert_eq!(ids.len(), 2);
+    assert!(ids.contains("lb-1") && ids.contains("lb-2"));
+    assert!(state.lb_ids(Ctyun).is_empty());
+}

@@ -70,3 +70,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- else if and (eq $mode "auto") $d.enabled (or .Values.inventory.enabled .Values.inventory.cloud.enabled $d.volcengineWeight $d.huaweiElbClass $d.ctyunIpModeProxy $d.annotations (and $d.huaweiTurboClusterPolicy (eq .Values.config.cluster.flavor "turbo"))) -}}true
 {{- end -}}
 {{- end -}}
+
+{{- /* A config duration ("5m", "90s", "1500ms", or plain seconds) in whole seconds. */}}
+{{- define "lbguard.seconds" -}}
+{{- $v := toString . -}}
+{{- if hasSuffix "ms" $v -}}{{ div (trimSuffix "ms" $v | atoi) 1000 }}
+{{- else if hasSuffix "m" $v -}}{{ mul (trimSuffix "m" $v | atoi) 60 }}
+{{- else if hasSuffix "s" $v -}}{{ trimSuffix "s" $v | atoi }}
+{{- else -}}{{ atoi $v }}
+{{- end -}}
+{{- end -}}
