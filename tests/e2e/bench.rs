@@ -78,18 +78,16 @@ async fn creates(env: &Env, ns: &str, n: usize) -> Run {
 }
 
 async fn creates_by(env: &Env, ns: &str, n: usize, clients: usize) -> Run {
-    creates_with(env, ns, n, clients, service, false).await
+    creates_with(env, ns, n, clients, service).await
 }
 
-/// `n` creates of `make(ns, i)` from `clients` tasks over both API servers (`dry_run`: the
-/// API server runs admission and stores nothing).
+/// `n` creates of `make(ns, i)` from `clients` tasks over both API servers.
 pub async fn creates_with(
     env: &Env,
     ns: &str,
     n: usize,
     clients: usize,
     make: fn(&str, usize) -> Value,
-    dry_run: bool,
 ) -> Run {
     plane::namespace(&env.admin[0], ns).await;
     let next = Arc::new(AtomicUsize::new(0));
@@ -109,11 +107,10 @@ pub async fn creates_with(
                 }
                 let svc = make(&ns, i);
                 let t = Instant::now();
-                let dry = if dry_run { "?dryRun=All" } else { "" };
                 let r = call(
                     &client,
                     "POST",
-                    &format!("/api/v1/namespaces/{ns}/services{dry}"),
+                    &format!("/api/v1/namespaces/{ns}/services"),
                     Some(&svc),
                 )
                 .await;
