@@ -17,6 +17,7 @@ mod huawei;
 mod volcengine;
 
 use std::collections::{HashMap, HashSet};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
@@ -95,8 +96,9 @@ impl Default for CloudMetrics {
 struct Entry {
     fact: Arc<Fact>,
     fetched: Instant,
-    /// Refresh rounds since a Service or an admission last named it.
-    unused: u32,
+    /// Refresh rounds since a Service or an admission last named it (an admission resets
+    /// it under the read lock).
+    unused: AtomicU32,
 }
 
 type Pending = watch::Receiver<Option<Result<Arc<Fact>, CloudError>>>;
@@ -320,10 +322,6 @@ impl Cloud {
         self.provider
     }
 
-    pub fn creds(&self) -> &Arc<CredStore> {
-        &self.creds
-    }
-
     /// Reads the region from elsewhere (the cluster's nodes) when the config names none.
     pub fn set_region_source(&self, f: RegionSource) {
         *self.region_source.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
@@ -354,27 +352,10 @@ impl Cloud {
 
     /// The facts for an admission: cached, or looked up within `inventory.cloud.timeout`.
     pub async fn view(self: &Arc<Self>, ids: &[String], file: Option<Arc<Snapshot>>) -> View {
-        let deadline = Instant::now() + self.timeout;
-        let mut facts = HashMap::new();
-        for id in ids {
-            if file
-                .as_ref()
-                .is_some_and(|f| f.get(self.provider, id).is_some())
-            {
-                continue;
-            }
-            let got = self.get(id, deadline).await.map_err(|e| e.to_string());
-            facts.insert(id.clone(), got);
-        }
-        View {
-            provider: self.provider,
-            region: self.region().unwrap_or_else(|| "(unknown)".into()),
-            file,
-            facts,
-        }
+        self.view_all(ids, file, self.timeout).await
     }
 
-    /// Every id at once, within `budget` (the CLI: many ids, no admission waiting).
+    /// Every id at once, within `budget`.
     pub async fn view_all(
         self: &Arc<Self>,
         ids: &[String],
@@ -412,7 +393,7 @@ impl Cloud {
             return Ok(fact);
         }
         let budget = deadline.saturating_duration_since(Instant::now());
-        let mut rx = self.start(id);
+        let mut rx = self.start(id, deadline);
         let wait = async {
             loop {
                 if let Some(r) = rx.borrow_and_update().clone() {
@@ -430,18 +411,18 @@ impl Cloud {
     }
 
     fn cached(&self, id: &str) -> Option<Arc<Fact>> {
-        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
-        let e = cache.get_mut(id)?;
+        let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
+        let e = cache.get(id)?;
         if *e.fact == Fact::NotFound && e.fetched.elapsed() > NOT_FOUND_TTL {
             return None;
         }
-        e.unused = 0;
+        e.unused.store(0, Ordering::Relaxed);
         Some(Arc::clone(&e.fact))
     }
 
     /// Joins the call in flight for `id`, or starts one. The call runs to its end even when
     /// every admission waiting on it gave up: the next one finds the answer cached.
-    fn start(self: &Arc<Self>, id: &str) -> Pending {
+    fn start(self: &Arc<Self>, id: &str, deadline: Instant) -> Pending {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(rx) = pending.get(id) {
             return rx.clone();
@@ -451,7 +432,8 @@ impl Cloud {
         drop(pending);
         let me = Arc::clone(self);
         let id = id.to_string();
-        let deadline = Instant::now() + self.timeout.max(Duration::from_secs(1)) * 4;
+        // Longer than the admission's budget, so a slow answer still lands in the cache.
+        let deadline = deadline.max(Instant::now() + self.timeout.max(Duration::from_secs(1)) * 4);
         tokio::spawn(async move {
             let r = me.fetch(&id, Some(deadline)).await;
             if let Ok(fact) = &r {
@@ -473,7 +455,7 @@ impl Cloud {
             Entry {
                 fact,
                 fetched: Instant::now(),
-                unused: 0,
+                unused: AtomicU32::new(0),
             },
         );
         self.metrics.cached.set(cache.len() as i64);
@@ -508,12 +490,12 @@ impl Cloud {
             let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
             for (id, e) in cache.iter_mut() {
                 if named.contains(id) {
-                    e.unused = 0;
+                    e.unused.store(0, Ordering::Relaxed);
                 } else {
-                    e.unused += 1;
+                    e.unused.fetch_add(1, Ordering::Relaxed);
                 }
             }
-            cache.retain(|_, e| e.unused <= UNUSED_REFRESHES);
+            cache.retain(|_, e| e.unused.load(Ordering::Relaxed) <= UNUSED_REFRESHES);
             self.metrics.cached.set(cache.len() as i64);
             named
                 .iter()
