@@ -371,15 +371,25 @@ impl Cloud {
             })
             .collect();
         let got = futures::future::join_all(wanted.iter().map(|id| self.get(id, deadline))).await;
+        let facts: HashMap<String, Result<Arc<Fact>, String>> = wanted
+            .into_iter()
+            .cloned()
+            .zip(got.into_iter().map(|r| r.map_err(|e| e.to_string())))
+            .collect();
+        // Only a "not found" message names the region; most admissions need no look-up.
+        let region = if facts
+            .values()
+            .any(|f| matches!(f, Ok(f) if **f == Fact::NotFound))
+        {
+            self.region().unwrap_or_else(|| "(unknown)".into())
+        } else {
+            String::new()
+        };
         View {
             provider: self.provider,
-            region: self.region().unwrap_or_else(|| "(unknown)".into()),
+            region,
             file,
-            facts: wanted
-                .into_iter()
-                .cloned()
-                .zip(got.into_iter().map(|r| r.map_err(|e| e.to_string())))
-                .collect(),
+            facts,
         }
     }
 
@@ -559,10 +569,11 @@ impl Cloud {
 
     /// The facts cached now, without asking the cloud (the audit).
     pub fn cached_view(&self, file: Option<Arc<Snapshot>>) -> View {
+        let region = self.region().unwrap_or_else(|| "(unknown)".into());
         let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
         View {
             provider: self.provider,
-            region: self.region().unwrap_or_else(|| "(unknown)".into()),
+            region,
             file,
             facts: cache
                 .iter()
