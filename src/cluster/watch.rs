@@ -67,10 +67,14 @@ impl Kinds {
             ProviderChoice::Auto | ProviderChoice::Fixed(Provider::Huawei)
         );
         let on = |id: &str, default: Action| config.action_for(id, default) != Action::Off;
+        // The cloud source takes its region from the nodes' label when the config has none.
+        let cloud_region =
+            config.inventory.cloud.enabled && config.inventory.cloud.region.is_none();
         Self {
-            nodes: huawei
-                && config.cluster.proxy_mode == ProxyMode::Ipvs
-                && on("ipvs-node-external-ip", Action::Deny),
+            nodes: cloud_region
+                || (huawei
+                    && config.cluster.proxy_mode == ProxyMode::Ipvs
+                    && on("ipvs-node-external-ip", Action::Deny)),
             ingresses: huawei && on("ingress-shares-elb", Action::Warn),
         }
     }
@@ -208,5 +212,20 @@ pub fn spawn(
     if kinds.ingresses {
         state.expect(Ingress::KIND);
         tokio::spawn(run::<Ingress>(Api::all(client), state, retry, on_error));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn nodes_are_watched_for_ipvs_rules_or_the_cloud_region() {
+        let kinds = |yaml: &str| Kinds::for_config(&crate::testkit::cfg(yaml));
+        assert!(!kinds("provider: alibaba\n").nodes);
+        assert!(kinds("provider: huawei\ncluster:\n  proxyMode: ipvs\n").nodes);
+        let cloud = "provider: alibaba\ninventory:\n  cloud:\n    enabled: true\n";
+        assert!(kinds(cloud).nodes, "the region comes from the nodes");
+        assert!(!kinds(&format!("{cloud}    region: cn-beijing\n")).nodes);
     }
 }

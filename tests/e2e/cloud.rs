@@ -1,6 +1,6 @@
 //! The cloud source as the chart installs it: `inventory.cloud.enabled` with a Secret in the
 //! API server, the replicas reading the Secret's files and asking the mock cloud (which checks
-//! every signature with the cloud's SDK). Through both API servers: a typo in the load balancer
+//! every signature with the cloud's SDK), in the region the nodes are labelled with. Through both API servers: a typo in the load balancer
 //! id is denied by `lb-exists`, a reused load balancer gets its address type from the cloud
 //! (the mutating webhook), and a listener the cloud already has is not taken twice.
 
@@ -47,11 +47,17 @@ pub async fn run(env: &mut Env) {
     )
     .await;
 
+    // The region comes from the nodes' label (no inventory.cloud.region).
+    apply_ok(&admin, &json!({
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "cloud-e2e-node", "labels": {"topology.kubernetes.io/region": REGION}},
+    }))
+    .await;
     // The chart with the cloud source on.
     let mut v = values(&env.lbguard.ca_pem);
     v["provider"] = json!("alibaba");
     v["inventory"] = json!({"enabled": false, "cloud": {
-        "enabled": true, "existingSecret": "lbguard-cloud", "region": REGION, "endpoint": mock.url}});
+        "enabled": true, "existingSecret": "lbguard-cloud", "endpoint": mock.url}});
     let objects = render(&v);
     let deployment = of_kind(&objects, "Deployment")[0];
     let pod = &deployment["spec"]["template"]["spec"];
@@ -150,6 +156,12 @@ pub async fn run(env: &mut Env) {
 
     // Put the suite's install back.
     let _ = delete(&admin, &service("web", "lb-2ze-public", 80)).await;
+    let _ = delete(
+        &admin,
+        &json!({"apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": "cloud-e2e-node"}}),
+    )
+    .await;
     env.lbguard.env = saved_env;
     let saved: Value = lbguard::yaml::from_str(&saved_config).unwrap();
     env.lbguard.reconfigure(|c| *c = saved.clone()).await;
