@@ -83,3 +83,16 @@ fn status_errors_are_classified() {
     assert!(matches!(status_error(502, "x", ""), CloudError::Server(_)));
     assert!(matches!(status_error(400, "x", "m"), CloudError::Other(m) if m == "HTTP 400 x: m"));
 }
+
+#[test]
+fn a_missing_key_is_not_a_missing_load_balancer() {
+    assert!(load_balancer_missing(404, ""));
+    assert!(load_balancer_missing(400, "InvalidLoadBalancer.NotFound"));
+    assert!(load_balancer_missing(200, "Elb.LoadBalancer.NotFound"));
+    assert!(!load_balancer_missing(404, "InvalidAccessKey.NotFound"));
+    assert!(!load_balancer_missing(400, "InvalidAccessKeyId.NotFound"));
+    assert!(!load_balancer_missing(400, "InvalidSecurityToken.NotFound"));
+    assert!(!load_balancer_missing(500, "InternalError"));
+    assert!(about_credentials("SignatureDoesNotMatch"));
+    assert!(!about_credentials("Throttling.User"));
+}

@@ -9,7 +9,9 @@
 use serde_json::Value;
 
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, non_empty, status_error, text};
+use super::{
+    Call, CloudError, Fact, about_credentials, load_balancer_missing, non_empty, status_error, text,
+};
 use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -45,16 +47,15 @@ async fn get(
     if answer.status < 300 && ok {
         return Ok(Some(body));
     }
-    let lower = code.to_ascii_lowercase();
-    if lower.contains("notfound") || lower.contains("not_found") || answer.status == 404 {
+    if load_balancer_missing(answer.status, code) {
         return Ok(None);
     }
+    let lower = code.to_ascii_lowercase();
     let what = format!("HTTP {} {code}: {message}", answer.status);
     if lower.contains("throttl") || lower.contains("flowcontrol") || lower.contains("ratelimit") {
         return Err(CloudError::Throttled(what));
     }
-    if lower.contains("signature") || lower.contains("accesskey") || lower.contains("unauthorized")
-    {
+    if about_credentials(code) {
         return Err(CloudError::Auth(what));
     }
     if answer.status < 300 {

@@ -39,9 +39,6 @@ async fn get(
     };
     sign::huawei(&mut req, &call.creds, &call.stamp());
     let answer = call.send(operation, &base, &req).await?;
-    if answer.status == 404 {
-        return Ok(None);
-    }
     let body = answer.json();
     if answer.status < 300 {
         return body.map(Some);
@@ -54,6 +51,10 @@ async fn get(
     };
     let code = text(err, &["error_code", "code"]);
     let message = call.scrub(text(err, &["error_msg", "message"]));
+    // The API gateway's own 404 (APIGW.*) is a wrong endpoint or path, not a missing ELB.
+    if answer.status == 404 && !code.starts_with("APIGW.") {
+        return Ok(None);
+    }
     if THROTTLED.contains(&code) {
         return Err(CloudError::Throttled(format!(
             "HTTP {} {code}: {message}",

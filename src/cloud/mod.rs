@@ -245,6 +245,32 @@ pub(crate) fn non_empty(v: &serde_json::Value) -> Option<String> {
     v.as_str().filter(|s| !s.is_empty()).map(String::from)
 }
 
+/// Whether an error code says that credentials, not the load balancer, are the problem
+/// (`InvalidAccessKey.NotFound` is about the key).
+pub(crate) fn about_credentials(code: &str) -> bool {
+    let c = code.to_ascii_lowercase();
+    [
+        "accesskey",
+        "signature",
+        "credential",
+        "token",
+        "unauthorized",
+        "authoriz",
+    ]
+    .iter()
+    .any(|w| c.contains(w))
+}
+
+/// Whether an error says that the load balancer does not exist: a 404, or a "not found"
+/// code, unless the code is about the credentials.
+pub(crate) fn load_balancer_missing(status: u16, code: &str) -> bool {
+    if about_credentials(code) {
+        return false;
+    }
+    let c = code.to_ascii_lowercase();
+    status == 404 || c.contains("notfound") || c.contains("not_found")
+}
+
 /// Classifies an HTTP status the provider module did not handle itself.
 pub(crate) fn status_error(status: u16, code: &str, message: &str) -> CloudError {
     let what = if message.is_empty() {

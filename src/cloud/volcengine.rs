@@ -61,10 +61,10 @@ async fn action(
     if THROTTLED.contains(&code) {
         return Err(CloudError::Throttled(what));
     }
-    if AUTH.contains(&code) {
+    if AUTH.contains(&code) || super::about_credentials(code) {
         return Err(CloudError::Auth(what));
     }
-    if code.ends_with(".NotFound") || answer.status == 404 {
+    if super::load_balancer_missing(answer.status, code) {
         return Ok(None);
     }
     Err(status_error(answer.status.max(400), code, &message))
