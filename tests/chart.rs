@@ -138,6 +138,8 @@ fn lint_is_clean_for_every_certificate_mode() {
         json!({"certificates": {"mode": "certManager"}}),
         json!({"certificates": {"mode": "secret", "secret": {"name": "mine", "caBundle": "Y2E="}}}),
         json!({"provider": "huawei", "inventory": {"enabled": true, "loadBalancers": [{"id": "elb-1", "provider": "huawei"}]}}),
+        json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true, "existingSecret": "lbguard-cloud"}},
+               "monitoring": {"prometheusRule": {"enabled": true}}}),
     ] {
         let report = helm("lint", &values);
         assert_eq!(report["errors"], json!([]), "{values}: {report}");
