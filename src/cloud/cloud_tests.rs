@@ -1,13 +1,32 @@
 use super::*;
 
-#[tokio::test(start_paused = true)]
+#[tokio::test]
 async fn the_bucket_gives_qps_tokens_and_refuses_past_the_deadline() {
     let b = Bucket::new(2.0);
-    assert!(b.take(None).await && b.take(None).await);
+    let far = Some(Instant::now() + Duration::from_secs(60));
+    assert!(b.take(far).await && b.take(far).await);
     let soon = Instant::now() + Duration::from_millis(100);
     assert!(!b.take(Some(soon)).await, "no token within 100 ms at 2 qps");
     let later = Instant::now() + Duration::from_millis(600);
     assert!(b.take(Some(later)).await);
+    // The background leaves half the burst to admissions.
+    let b = Bucket::new(4.0);
+    assert!(b.take(None).await && b.take(None).await);
+    let start = Instant::now();
+    assert!(
+        b.take(None).await,
+        "waits for a third token above the reserve"
+    );
+    assert!(
+        start.elapsed() >= Duration::from_millis(240),
+        "{:?}",
+        start.elapsed()
+    );
+    let soon = Some(Instant::now() + Duration::from_millis(1));
+    assert!(
+        b.take(soon).await && b.take(soon).await,
+        "admissions use the reserve"
+    );
     // Five replicas sharing 2 qps: one token at first, the next 2.5 s later.
     let shared = Bucket::new(2.0 / 5.0);
     assert!(shared.take(None).await);

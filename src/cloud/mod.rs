@@ -122,19 +122,26 @@ impl Bucket {
         }
     }
 
-    /// Takes a token, waiting for one until `until` (forever when `None`).
+    /// Takes a token, waiting for one until `until`. Without a deadline (the background
+    /// refresh) it leaves half the burst to admissions, so a long refresh round does not
+    /// make a new Service's look-up wait.
     async fn take(&self, until: Option<Instant>) -> bool {
+        let reserve = if until.is_none() {
+            (self.burst / 2.0).floor()
+        } else {
+            0.0
+        };
         loop {
             let wait = {
                 let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
                 let now = Instant::now();
                 s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.qps).min(self.burst);
                 s.1 = now;
-                if s.0 >= 1.0 {
+                if s.0 >= 1.0 + reserve {
                     s.0 -= 1.0;
                     return true;
                 }
-                Duration::from_secs_f64((1.0 - s.0) / self.qps)
+                Duration::from_secs_f64((1.0 + reserve - s.0) / self.qps)
             };
             if until.is_some_and(|u| Instant::now() + wait > u) {
                 return false;
@@ -460,7 +467,10 @@ impl Cloud {
     /// every admission waiting on it gave up: the next one finds the answer cached.
     fn start(self: &Arc<Self>, id: &str, deadline: Instant) -> Pending {
         let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        if let Some(rx) = pending.get(id) {
+        // A call whose task ended without answering (it cannot, but then) is not joined.
+        if let Some(rx) = pending.get(id)
+            && rx.has_changed().is_ok()
+        {
             return rx.clone();
         }
         let (tx, rx) = watch::channel(None);
