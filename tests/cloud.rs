@@ -285,7 +285,8 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
     ];
     for provider in ALL {
         let creds = creds_dir(provider, AK, SK);
-        let extra = "    timeout: 300ms\n";
+        // Long enough that a loaded CI host answers the quick faults within it.
+        let extra = "    timeout: 1s\n";
         let mut servers = Vec::new();
         for on in ["warn", "deny", "allow"] {
             let cfg = cloud_config(
@@ -297,7 +298,7 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
             servers.push((on, server(cfg, &mock).await));
         }
         for (n, (fault, cause)) in faults.iter().enumerate() {
-            mock.fault(Some(fault), 1.0).await;
+            mock.fault(Some(fault), 2.5).await;
             for (on, s) in &servers {
                 // A fresh id each time: nothing cached.
                 let id = format!("lb-{fault}-{on}-{n}");
@@ -338,16 +339,11 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
     // The slow call went on after the admission gave up: its answer is cached.
     let creds = creds_dir(Provider::Alibaba, AK, SK);
     let s = server(
-        cloud_config(
-            Provider::Alibaba,
-            &mock,
-            creds.path(),
-            "    timeout: 300ms\n",
-        ),
+        cloud_config(Provider::Alibaba, &mock, creds.path(), "    timeout: 1s\n"),
         &mock,
     )
     .await;
-    mock.fault(Some("slow"), 0.8).await;
+    mock.fault(Some("slow"), 2.0).await;
     let review = create(Provider::Alibaba, "web", "lb-intranet", &[], 8080);
     let (allowed, warnings, _) = warned(&s, &review).await;
     assert!(
@@ -355,7 +351,7 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
         "{warnings:?}"
     );
     mock.fault(None, 0.0).await;
-    tokio::time::sleep(Duration::from_millis(1200)).await;
+    tokio::time::sleep(Duration::from_millis(2500)).await;
     let before = mock.calls("alibaba/DescribeLoadBalancerAttribute").await;
     let (allowed, _, message) = warned(&s, &review).await;
     assert!(
