@@ -344,12 +344,13 @@ async fn silent_api_server_runs_out_the_time_budget() {
     let hold = tokio::spawn(async move {
         // Takes the request and never answers.
         let (_req, send) = handle.next_request().await.unwrap();
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        tokio::time::sleep(Duration::from_secs(5)).await;
         drop(send);
     });
     let started = std::time::Instant::now();
     let result = claims.claim("shop/web", &[key(80)]).await;
-    assert!(started.elapsed() < Duration::from_millis(400));
+    // Far below the 5 s the API server holds the request, with room for a loaded CI host.
+    assert!(started.elapsed() < Duration::from_secs(2));
     match result {
         Err(ClaimError::Unavailable(e)) => assert!(e.contains("within 50 ms"), "{e}"),
         other => panic!("{other:?}"),
