@@ -16,9 +16,7 @@ use serde_json::Value;
 use super::positions::{self, Doc, Seg};
 use crate::cluster::ClusterState;
 use crate::config::Config;
-use crate::engine::{
-    EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Versions, evaluate, mutate,
-};
+use crate::engine::{Input, Inventory, Operation, UserInfo, Verdict, Versions, evaluate, mutate};
 use crate::inventory::Snapshot;
 use crate::rules::Action;
 
@@ -438,11 +436,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     } else {
         None
     };
-    let inventory: &dyn Inventory = match (&view, &inventory) {
-        (Some(v), _) => v,
-        (None, Some(s)) => s,
-        (None, None) => &EmptyInventory,
-    };
+    let inventory = crate::cloud::inventory_of(view.as_ref(), inventory.as_ref());
     let old_loaded = load(&args.old);
     let mut errors = old_loaded.errors;
     let old: HashMap<(String, String), Service> = old_loaded

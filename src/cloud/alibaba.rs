@@ -18,7 +18,7 @@ use serde_json::Value;
 
 use super::sign::{self, Req};
 use super::{Call, CloudError, Fact, non_empty, status_error};
-use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, Listener, LoadBalancer};
+use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
 const SLB_VERSION: &str = "2014-05-15";
@@ -71,11 +71,10 @@ async fn rpc(
     };
     sign::alibaba(&mut req, &call.creds, &call.stamp(), action, version);
     let answer = call.send(action, &base, &req).await?;
-    let body = answer.json();
+    let body = answer.body()?;
     if answer.status < 300 {
-        return body.map(Some);
+        return Ok(Some(body));
     }
-    let body = body.unwrap_or_default();
     let code = body["Code"].as_str().unwrap_or_default();
     let message = call.scrub(body["Message"].as_str().unwrap_or_default());
     if NOT_FOUND.contains(&code) {
@@ -178,24 +177,16 @@ fn listener(
     parse: OwnerParser,
     own: Option<&str>,
 ) {
-    let Some(port) = port
-        .as_u64()
-        .and_then(|p| u16::try_from(p).ok())
-        .filter(|p| *p > 0)
-    else {
+    let (owner, attached) = parse(description, own).unwrap_or(("external".into(), None));
+    let Some(l) = super::listener(port, protocol, owner) else {
         return;
     };
-    let (owner, attached) = parse(description, own).unwrap_or(("external".into(), None));
     if let Some(a) = attached
         && !lb.attached_from.contains(&a)
     {
         lb.attached_from.push(a);
     }
-    lb.listeners.push(Listener {
-        port,
-        protocol: protocol.as_str().unwrap_or("TCP").to_ascii_uppercase(),
-        owner,
-    });
+    lb.listeners.push(l);
 }
 
 fn new_lb(id: &str, kind: LbKind, attrs: &Value) -> LoadBalancer {

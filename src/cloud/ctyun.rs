@@ -10,9 +10,10 @@ use serde_json::Value;
 
 use super::sign::{self, Req};
 use super::{
-    Call, CloudError, Fact, about_credentials, load_balancer_missing, non_empty, status_error, text,
+    Call, CloudError, Fact, about_credentials, listener, load_balancer_missing, non_empty,
+    status_error, text,
 };
-use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
+use crate::vocab::lb::{AddressType, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
 /// CTyun's ELB API is served from one global endpoint for every region.
@@ -35,12 +36,7 @@ async fn get(
     };
     sign::ctyun(&mut req, &call.creds, &call.stamp());
     let answer = call.send(operation, &base, &req).await?;
-    let body = answer.json();
-    let body = match body {
-        Ok(b) => b,
-        Err(e) if answer.status < 300 => return Err(e),
-        Err(_) => Value::Null,
-    };
+    let body = answer.body()?;
     let code = text(&body, &["errorCode", "error"]);
     let message = call.scrub(text(&body, &["message", "description"]));
     let ok = body["statusCode"].as_i64() == Some(800) || body["statusCode"].as_str() == Some("800");
@@ -92,18 +88,11 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
         return Ok(Fact::NotFound);
     };
     for l in listed["returnObj"].as_array().into_iter().flatten() {
-        let port = l["protocolPort"]
-            .as_u64()
-            .or_else(|| l["protocolPort"].as_str().and_then(|p| p.parse().ok()))
-            .and_then(|p| u16::try_from(p).ok())
-            .filter(|p| *p > 0);
-        if let Some(port) = port {
-            lb.listeners.push(Listener {
-                port,
-                protocol: l["protocol"].as_str().unwrap_or("TCP").to_ascii_uppercase(),
-                owner: "external".into(),
-            });
-        }
+        lb.listeners.extend(listener(
+            &l["protocolPort"],
+            &l["protocol"],
+            "external".into(),
+        ));
     }
     Ok(Fact::Found(lb))
 }

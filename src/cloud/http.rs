@@ -66,6 +66,15 @@ pub struct Answer {
 }
 
 impl Answer {
+    /// The body of a success, which must be JSON; of an error, whatever JSON it has (a
+    /// gateway's HTML page reads as null, and the status classifies it).
+    pub fn body(&self) -> Result<serde_json::Value, CloudError> {
+        match self.json() {
+            Err(e) if self.status < 300 => Err(e),
+            r => Ok(r.unwrap_or_default()),
+        }
+    }
+
     pub fn json(&self) -> Result<serde_json::Value, CloudError> {
         serde_json::from_slice(&self.body).map_err(|e| {
             CloudError::Other(format!(

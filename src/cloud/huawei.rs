@@ -17,7 +17,7 @@ use serde_json::Value;
 
 use super::sign::{self, Req};
 use super::{Call, CloudError, Fact, non_empty, status_error, text};
-use crate::vocab::lb::{AddressType, CreatedBy, LbKind, Listener, LoadBalancer};
+use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
 const THROTTLED: &[&str] = &["APIGW.0308", "ELB.8902"];
@@ -39,11 +39,10 @@ async fn get(
     };
     sign::huawei(&mut req, &call.creds, &call.stamp());
     let answer = call.send(operation, &base, &req).await?;
-    let body = answer.json();
+    let body = answer.body()?;
     if answer.status < 300 {
-        return body.map(Some);
+        return Ok(Some(body));
     }
-    let body = body.unwrap_or_default();
     let err = if body["error"].is_object() {
         &body["error"]
     } else {
@@ -106,17 +105,11 @@ async fn listeners(
         };
         let list = page["listeners"].as_array().cloned().unwrap_or_default();
         for l in &list {
-            let port = l["protocol_port"]
-                .as_u64()
-                .and_then(|p| u16::try_from(p).ok())
-                .filter(|p| *p > 0);
-            if let Some(port) = port {
-                lb.listeners.push(Listener {
-                    port,
-                    protocol: l["protocol"].as_str().unwrap_or("TCP").to_ascii_uppercase(),
-                    owner: "external".into(),
-                });
-            }
+            lb.listeners.extend(super::listener(
+                &l["protocol_port"],
+                &l["protocol"],
+                "external".into(),
+            ));
         }
         marker = page["page_info"]["next_marker"]
             .as_str()

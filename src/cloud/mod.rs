@@ -31,7 +31,7 @@ use tokio::sync::watch;
 use crate::inventory::Snapshot;
 use crate::vocab::config::CloudConfig;
 use crate::vocab::ctx::{Inventory, Lookup};
-use crate::vocab::lb::LoadBalancer;
+use crate::vocab::lb::{Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
 use creds::{CredStore, Creds};
@@ -245,6 +245,25 @@ impl Call<'_> {
 /// error fields differently from one API to the next.
 pub(crate) fn text<'a>(v: &'a serde_json::Value, keys: &[&str]) -> &'a str {
     keys.iter().find_map(|k| v[*k].as_str()).unwrap_or_default()
+}
+
+/// A listener from an answer's port (a number, or a number in a string) and protocol;
+/// `None` for a port that is not one.
+pub(crate) fn listener(
+    port: &serde_json::Value,
+    protocol: &serde_json::Value,
+    owner: String,
+) -> Option<Listener> {
+    let port = port
+        .as_u64()
+        .or_else(|| port.as_str().and_then(|p| p.parse().ok()))
+        .and_then(|p| u16::try_from(p).ok())
+        .filter(|p| *p > 0)?;
+    Some(Listener {
+        port,
+        protocol: protocol.as_str().unwrap_or("TCP").to_ascii_uppercase(),
+        owner,
+    })
 }
 
 /// A string field, when it is set and not empty.
@@ -627,6 +646,16 @@ impl Cloud {
             .collect();
         v.sort_by(|a, b| a.0.cmp(&b.0));
         v
+    }
+}
+
+/// What the rules read: the cloud's view (which holds the file too), else the file, else
+/// nothing.
+pub fn inventory_of<'a>(view: Option<&'a View>, file: Option<&'a Snapshot>) -> &'a dyn Inventory {
+    match (view, file) {
+        (Some(v), _) => v,
+        (None, Some(f)) => f,
+        (None, None) => &crate::vocab::ctx::EmptyInventory,
     }
 }
 

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::sign::{self, Req};
 use super::{Call, CloudError, Fact, non_empty, status_error};
-use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
+use crate::vocab::lb::{AddressType, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
 const VERSION: &str = "2020-04-01";
@@ -45,12 +45,7 @@ async fn action(
     };
     sign::volcengine(&mut req, &call.creds, &call.stamp(), call.region, SERVICE);
     let answer = call.send(action, &base, &req).await?;
-    let body = answer.json();
-    let body = match body {
-        Ok(b) => b,
-        Err(e) if answer.status < 300 => return Err(e),
-        Err(_) => Value::Null,
-    };
+    let body = answer.body()?;
     let err = &body["ResponseMetadata"]["Error"];
     let code = err["Code"].as_str().unwrap_or_default();
     if answer.status < 300 && code.is_empty() {
@@ -68,13 +63,6 @@ async fn action(
         return Ok(None);
     }
     Err(status_error(answer.status.max(400), code, &message))
-}
-
-fn port(l: &Value) -> Option<u16> {
-    l["Port"]
-        .as_u64()
-        .and_then(|p| u16::try_from(p).ok())
-        .filter(|p| *p > 0)
 }
 
 /// Listener pages read at most (100 each).
@@ -136,13 +124,11 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
         };
         let list = result["Listeners"].as_array().cloned().unwrap_or_default();
         for l in &list {
-            if let Some(port) = port(l) {
-                lb.listeners.push(Listener {
-                    port,
-                    protocol: l["Protocol"].as_str().unwrap_or("TCP").to_ascii_uppercase(),
-                    owner: "external".into(),
-                });
-            }
+            lb.listeners.extend(super::listener(
+                &l["Port"],
+                &l["Protocol"],
+                "external".into(),
+            ));
         }
         let more = if nlb {
             token = result["NextToken"].as_str().unwrap_or_default().to_string();

@@ -18,7 +18,6 @@ use super::{metrics_auth, metrics_router, router};
 use crate::cluster::audit::audit;
 use crate::cluster::watch::{Kinds, Retry};
 use crate::config::Config;
-use crate::engine::{EmptyInventory, Inventory};
 use crate::inventory::InventoryStore;
 use crate::vocab::duration::parse_duration;
 
@@ -48,11 +47,7 @@ impl App {
         // The audit reads what the cloud said last (the refresh keeps it current); it never
         // waits for the cloud.
         let view = self.cloud.as_ref().map(|c| c.cached_view(snapshot.clone()));
-        let inventory: &dyn Inventory = match (&view, &snapshot) {
-            (Some(v), _) => v,
-            (None, Some(s)) => s.as_ref(),
-            (None, None) => &EmptyInventory,
-        };
+        let inventory = crate::cloud::inventory_of(view.as_ref(), snapshot.as_deref());
         let (report, offending) = audit(
             &self.cluster,
             &self.config,

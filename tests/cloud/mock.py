@@ -425,14 +425,18 @@ class Handler(BaseHTTPRequestHandler):
             check_huawei(body, "ShowLoadBalancerResponse", "v3")
             return self.reply(200, body)
         lb = find("huawei", q.get("loadbalancer_id"))
-        items = [{"id": f"lsn-{l['port']}", "name": f"web_{l['protocol'].upper()}_{l['port']}",
-                  "protocol": l["protocol"].upper(), "protocol_port": l["port"],
-                  "loadbalancers": [{"id": lb["id"]}]}
-                 for l in (listeners(lb) if lb else [])]
+        items = self.huawei_listeners(lb)
         body = {"request_id": "r", "listeners": items,
                 "page_info": {"current_count": len(items)}}
         check_huawei(body, "ListListenersResponse", "v3")
         return self.reply(200, body)
+
+    def huawei_listeners(self, lb):
+        """Listeners as both ELB APIs list them, named as the community CCM names its own."""
+        return [{"id": f"lsn-{l['port']}", "name": f"web_{l['protocol'].upper()}_{l['port']}",
+                 "protocol": l["protocol"].upper(), "protocol_port": l["port"],
+                 "loadbalancers": [{"id": lb["id"]}]}
+                for l in (listeners(lb) if lb else [])]
 
     def huawei_v2(self, op, parts, q):
         if op == "ShowLoadBalancer":
@@ -450,10 +454,7 @@ class Handler(BaseHTTPRequestHandler):
             check_huawei(body, "ShowLoadbalancerResponse", "v2")
             return self.reply(200, body)
         lb = find("huawei", q.get("loadbalancer_id"))
-        items = [{"id": f"lsn-{l['port']}", "name": f"web_{l['protocol'].upper()}_{l['port']}",
-                  "protocol": l["protocol"].upper(), "protocol_port": l["port"],
-                  "loadbalancers": [{"id": lb["id"]}]}
-                 for l in (listeners(lb) if lb else [])]
+        items = self.huawei_listeners(lb)
         body = {"listeners": items}
         check_huawei(body, "ListListenersResponse", "v2")
         return self.reply(200, body)

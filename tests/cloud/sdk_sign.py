@@ -32,6 +32,15 @@ def _header(headers, name):
     return None
 
 
+def _signed_headers(headers):
+    """The header names the Authorization says it signed (`SignedHeaders=a;b;c`)."""
+    auth = _header(headers, "Authorization") or ""
+    for part in auth.split(" ", 1)[-1].replace(", ", ",").split(","):
+        if part.startswith("SignedHeaders="):
+            return [n for n in part[len("SignedHeaders="):].split(";") if n]
+    return []
+
+
 def _query(raw):
     return dict(parse_qsl(raw, keep_blank_values=True))
 
@@ -62,12 +71,7 @@ def alibaba(method, path, raw_query, headers, body, ak, sk):
     headers the request says it signed."""
     from alibabacloud_tea_openapi.utils import Utils
 
-    auth = _header(headers, "Authorization") or ""
-    signed = ""
-    for part in auth.split(" ", 1)[-1].split(","):
-        if part.startswith("SignedHeaders="):
-            signed = part[len("SignedHeaders="):]
-    names = [n for n in signed.split(";") if n]
+    names = _signed_headers(headers)
     req = types.SimpleNamespace(
         method=method,
         pathname=path,
@@ -86,12 +90,7 @@ def huawei(method, path, raw_query, headers, body, ak, sk):
     from huaweicloudsdkcore.sdk_request import SdkRequest
     from huaweicloudsdkcore.signer.signer import Signer
 
-    auth = _header(headers, "Authorization") or ""
-    signed = ""
-    for part in auth.split(" ", 1)[-1].split(", "):
-        if part.startswith("SignedHeaders="):
-            signed = part[len("SignedHeaders="):]
-    names = [n for n in signed.split(";") if n]
+    names = _signed_headers(headers)
     req = SdkRequest(
         method=method,
         schema="https",

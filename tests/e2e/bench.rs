@@ -135,6 +135,27 @@ pub async fn creates_with(
     }
 }
 
+/// Adds the `{metric}_bucket` lines of a Prometheus text page whose labels contain
+/// `label` into `out`: upper bound (µs) -> cumulative count.
+pub fn add_buckets(text: &str, metric: &str, label: &str, out: &mut BTreeMap<u64, f64>) {
+    let prefix = format!("{metric}_bucket{{");
+    for line in text.lines() {
+        if !line.starts_with(&prefix) || !line.contains(label) {
+            continue;
+        }
+        let Some(le) = line.split("le=\"").nth(1).and_then(|s| s.split('"').next()) else {
+            continue;
+        };
+        let bound = if le == "+Inf" {
+            u64::MAX
+        } else {
+            (le.parse::<f64>().unwrap() * 1e6).round() as u64
+        };
+        let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
+        *out.entry(bound).or_insert(0.0) += count;
+    }
+}
+
 /// Cumulative bucket counts (upper bound -> count) of the admission webhook histogram for
 /// one webhook, summed over label sets and API servers.
 pub async fn buckets(env: &Env, webhook: &str) -> BTreeMap<u64, f64> {
@@ -144,29 +165,20 @@ pub async fn buckets(env: &Env, webhook: &str) -> BTreeMap<u64, f64> {
             .await
             .expect("metrics");
         let text = r.body.as_str().unwrap_or_default().to_string();
-        for line in text.lines() {
-            if std::env::var_os("LBGUARD_BENCH_DEBUG").is_some()
-                && line.starts_with("apiserver_admission_webhook_admission_duration_seconds_bucket")
-                && line.contains("validate")
-            {
+        if std::env::var_os("LBGUARD_BENCH_DEBUG").is_some() {
+            for line in text.lines().filter(|l| {
+                l.starts_with("apiserver_admission_webhook_admission_duration_seconds_bucket")
+                    && l.contains("validate")
+            }) {
                 eprintln!("{line}");
             }
-            if !line.starts_with("apiserver_admission_webhook_admission_duration_seconds_bucket{")
-                || !line.contains(&format!("name=\"{webhook}\""))
-            {
-                continue;
-            }
-            let Some(le) = line.split("le=\"").nth(1).and_then(|s| s.split('"').next()) else {
-                continue;
-            };
-            let bound = if le == "+Inf" {
-                u64::MAX
-            } else {
-                (le.parse::<f64>().unwrap() * 1e6) as u64
-            };
-            let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-            *out.entry(bound).or_insert(0.0) += count;
         }
+        add_buckets(
+            &text,
+            "apiserver_admission_webhook_admission_duration_seconds",
+            &format!("name=\"{webhook}\""),
+            &mut out,
+        );
     }
     out
 }

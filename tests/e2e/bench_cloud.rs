@@ -63,23 +63,12 @@ async fn lbguard_buckets(env: &Env, token: &str) -> BTreeMap<u64, f64> {
             "{}",
             String::from_utf8_lossy(&reply.body)
         );
-        for line in String::from_utf8_lossy(&reply.body).lines() {
-            if !line.starts_with("lbguard_admission_duration_seconds_bucket{")
-                || !line.contains("endpoint=\"validate\"")
-            {
-                continue;
-            }
-            let Some(le) = line.split("le=\"").nth(1).and_then(|s| s.split('"').next()) else {
-                continue;
-            };
-            let bound = if le == "+Inf" {
-                u64::MAX
-            } else {
-                (le.parse::<f64>().unwrap() * 1e6).round() as u64
-            };
-            let count: f64 = line.rsplit(' ').next().unwrap().parse().unwrap();
-            *out.entry(bound).or_insert(0.0) += count;
-        }
+        crate::bench::add_buckets(
+            &String::from_utf8_lossy(&reply.body),
+            "lbguard_admission_duration_seconds",
+            "endpoint=\"validate\"",
+            &mut out,
+        );
     }
     out
 }

@@ -3,9 +3,7 @@
 
 use super::decode::{read_request, service};
 use super::{Answer, Endpoint, Reject, allowed, refuse};
-use crate::engine::{
-    EmptyInventory, Input, Inventory, Operation, UserInfo, Verdict, Violation, evaluate, mutate,
-};
+use crate::engine::{Input, Operation, UserInfo, Verdict, Violation, evaluate, mutate};
 use crate::rules::Action;
 use crate::server::AppState;
 
@@ -157,12 +155,12 @@ pub(super) fn decide(
     let Prepared { uid, input } = prepared;
     let mut response = allowed(uid.clone());
     let config = &app.config;
-    let snapshot = app.inventory.as_ref().map(|s| s.snapshot());
-    let inventory: &dyn Inventory = match (view, &snapshot) {
-        (Some(v), _) => v,
-        (None, Some(s)) => s.as_ref(),
-        (None, None) => &EmptyInventory,
+    // The cloud's view holds the file's snapshot already.
+    let snapshot = match view {
+        Some(_) => None,
+        None => app.inventory_snapshot(),
     };
+    let inventory = crate::cloud::inventory_of(view, snapshot.as_deref());
     let mut rules = Vec::new();
     let mut claims = Vec::new();
     match endpoint {
