@@ -24,7 +24,6 @@ mod metrics;
 mod reports;
 mod restart;
 mod rolling;
-mod tutorial;
 mod vap;
 
 use std::future::Future;
@@ -94,8 +93,6 @@ macro_rules! cases {
 
 fn cases() -> Vec<(&'static str, Case)> {
     cases![
-        // First: the tutorial creates the namespace the examples use.
-        "tutorial_runs_as_written" => tutorial::run,
         "examples_through_the_api_server" => examples::run,
         "deletion_protection" => examples::deletion_protection,
         "claims_hold_across_api_servers_and_replicas" => claims::run,
@@ -222,7 +219,7 @@ async fn run(assets: PathBuf, filters: Vec<String>, bench: bool, bench_cloud: bo
             continue;
         }
         // The report CRDs are not part of an envtest download: outside CI they are optional.
-        let needs_crds = name.starts_with("reports") || name.starts_with("tutorial");
+        let needs_crds = name.starts_with("reports");
         if needs_crds && std::env::var_os("LBGUARD_E2E_CRDS").is_none() && !ci {
             println!(
                 "test {name} ... skipped: LBGUARD_E2E_CRDS (the policy report CRDs' directory) is not set"

@@ -1,0 +1,138 @@
+//! The image built from the Dockerfile, as podman has it: what it is made of, and run by hand
+//! as the install page shows (read-only root, no capabilities, a certificate mounted).
+
+use std::time::{Duration, Instant};
+
+use crate::{Node, ROOT};
+
+const CTR: &str = "lbguard-node-test";
+
+fn inspect(node: &Node, format: &str) -> String {
+    node.ok(&format!(
+        "podman image inspect --format '{format}' {}",
+        node.image
+    ))
+    .trim()
+    .to_string()
+}
+
+/// User, size, a stripped binary and CA certificates.
+pub async fn as_built(node: &mut Node) {
+    assert_eq!(inspect(node, "{{.Config.User}}"), "65532:65532");
+    assert_eq!(
+        inspect(node, "{{json .Config.Entrypoint}}"),
+        r#"["/usr/local/bin/lbguard"]"#
+    );
+
+    // README states the size; it must stay true within 5 MB.
+    let size: f64 = inspect(node, "{{.Size}}").parse().unwrap();
+    let mb = size / 1e6;
+    let readme = std::fs::read_to_string(format!("{ROOT}/README.md")).unwrap();
+    let stated: f64 = readme
+        .split_once("The image is ")
+        .and_then(|(_, rest)| rest.split_once(" MB"))
+        .and_then(|(n, _)| n.trim().parse().ok())
+        .expect("README.md says \"The image is N MB\"");
+    println!("  image: {mb:.0} MB (README says {stated} MB)");
+    assert!(
+        (mb - stated).abs() <= 5.0,
+        "the image is {mb:.0} MB; README.md says {stated} MB"
+    );
+
+    // Stripped: no symbol table, no debug sections.
+    let bin = node.dir.join("lbguard");
+    node.ok(&format!(
+        "podman run --rm --entrypoint cat {} /usr/local/bin/lbguard > {}",
+        node.image,
+        bin.display()
+    ));
+    let sections = node.ok(&format!("readelf -S -W {}", bin.display()));
+    assert!(sections.contains(".text"), "{sections}");
+    for s in [".symtab", ".debug_info", ".debug_line"] {
+        assert!(!sections.contains(s), "the binary has {s}:\n{sections}");
+    }
+    // The clouds' APIs are called over TLS verified with the system's CA certificates.
+    let bundle = node.ok(&format!(
+        "podman run --rm --entrypoint cat {} /etc/ssl/certs/ca-certificates.crt | grep -c 'BEGIN CERTIFICATE'",
+        node.image
+    ));
+    let count: usize = bundle.trim().parse().unwrap();
+    assert!(count > 50, "{count} CA certificates");
+}
+
+/// Run by hand with podman as the install page shows: the key must be readable by the image's
+/// user, the default command needs a cluster, `serve --standalone` serves without one, and
+/// SIGTERM stops it cleanly.
+pub async fn by_hand(node: &mut Node) {
+    let certs = node.dir.join("by-hand");
+    node.ok(&format!(
+        "certs/gen.sh localhost {} >/dev/null",
+        certs.display()
+    ));
+    let (addr, metrics) = (crate::common::free_port(), crate::common::free_port());
+    let run = |extra: &str, args: &str| {
+        format!(
+            "podman rm -f {CTR} >/dev/null 2>&1; podman run {extra} --name {CTR} --network host \
+             --read-only --cap-drop=ALL --security-opt no-new-privileges \
+             -v {}:/etc/lbguard/tls:ro {} {args}",
+            certs.display(),
+            node.image
+        )
+    };
+    let serve = format!(
+        "serve --standalone --tls-cert=/etc/lbguard/tls/tls.crt --tls-key=/etc/lbguard/tls/tls.key \
+         --addr=127.0.0.1:{addr} --metrics-addr=127.0.0.1:{metrics}"
+    );
+
+    // gen.sh writes the key 0600 for its owner (root): uid 65532 cannot read it, and says so.
+    let out = node.sh(&run("--rm", &serve));
+    assert!(!out.ok, "{}", out.text);
+    assert!(
+        out.text.contains("/etc/lbguard/tls/tls.key") && out.text.contains("ermission denied"),
+        "a key the image's user cannot read:\n{}",
+        out.text
+    );
+
+    // Outside a cluster the default command says what is missing instead of serving.
+    let out = node.sh(&run("--rm", ""));
+    assert!(!out.ok, "{}", out.text);
+    assert!(out.text.contains("--standalone"), "{}", out.text);
+
+    // Readable by 65532 (the install page: chown 65532 or chmod 0644).
+    node.ok(&format!("chmod 0644 {}/tls.key", certs.display()));
+    node.ok(&run("-d", &serve));
+    let curl = format!(
+        "curl -sS --cacert {}/ca.crt https://localhost:{addr}",
+        certs.display()
+    );
+    node.until(Duration::from_secs(30), &format!("{curl}/readyz"), |o| {
+        o.ok && o.text.trim() == "ok"
+    })
+    .await;
+    let review = node.ok(&format!(
+        "{curl}/validate -H 'Content-Type: application/json' --data @tests/fixtures/review-create-denied.json"
+    ));
+    assert!(review.contains("\"allowed\":false"), "{review}");
+    let status = node.ok(&format!("podman exec {CTR} cat /proc/1/status"));
+    assert!(status.contains("CapEff:\t0000000000000000"), "{status}");
+    assert!(
+        status.contains("Uid:\t65532\t65532\t65532\t65532"),
+        "{status}"
+    );
+
+    let t = Instant::now();
+    node.ok(&format!("podman stop -t 30 {CTR}"));
+    let took = t.elapsed();
+    let code = node.ok(&format!(
+        "podman inspect --format '{{{{.State.ExitCode}}}}' {CTR}"
+    ));
+    let logs = node.ok(&format!("podman logs {CTR}"));
+    node.sh(&format!("podman rm -f {CTR}"));
+    assert_eq!(code.trim(), "0", "exit code after SIGTERM; logs:\n{logs}");
+    assert!(took < Duration::from_secs(10), "SIGTERM took {took:?}");
+    assert!(
+        !logs.contains('\u{1b}'),
+        "colour codes in the logs:\n{logs}"
+    );
+    assert!(logs.contains("stopped"), "{logs}");
+}
