@@ -3,6 +3,8 @@
 //! `KUBEBUILDER_ASSETS` (the envtest convention: `setup-envtest use 1.36`, or the project's
 //! `.ci/run`); the policy report CRDs from `LBGUARD_E2E_CRDS`.
 //!
+//! `cargo test --test e2e -- --node` runs the real-node suite instead (`tests/node/`: the
+//! image, the chart on ../shared/node, the tutorial).
 //! `cargo test --release --test e2e -- --bench` runs the latency benchmark instead
 //! (`scripts/bench-e2e`); `-- --bench-cloud` the cloud source's (`scripts/bench-e2e cloud`).
 //!
@@ -13,6 +15,8 @@
 #[path = "../common/mod.rs"]
 mod common;
 mod install;
+#[path = "../node/mod.rs"]
+mod node;
 mod plane;
 
 mod bench;
@@ -122,6 +126,13 @@ fn assets() -> Result<PathBuf, String> {
 
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
+    if std::env::args().any(|a| a == "--node") {
+        let filters = std::env::args()
+            .skip(1)
+            .filter(|a| !a.starts_with('-'))
+            .collect();
+        return node::main(filters);
+    }
     let bench_cloud = std::env::args().any(|a| a == "--bench-cloud");
     let bench = bench_cloud || std::env::args().any(|a| a == "--bench");
     let filters: Vec<String> = std::env::args()

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use super::{NS, Node};
 use crate::plane::call;
-use crate::{NS, Node};
 
 const BAD: &str = "examples/alibaba/bad-address-type-value.yaml";
 const DENIED: &str = "admission webhook \"validate.lbguard.io\" denied the request: [address-type-value] service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type is \"Intranet\"";
@@ -150,9 +150,62 @@ pub async fn generate_mode(node: &mut Node) {
     node.ok("kubectl create namespace shop");
     ready(node).await;
     denies(node);
+    notes(node, &install).await;
     drain(node).await;
     rolling_upgrade(node).await;
     uninstall(node).await;
+}
+
+/// The chart's NOTES, as `helm install` printed them: the demo Service is denied with the
+/// message they show, and their `/report` commands (secure metrics, a token) return the audit.
+async fn notes(node: &Node, install: &str) {
+    let notes = install
+        .split_once("NOTES:\n")
+        .expect("helm install prints the chart's NOTES")
+        .1;
+    let section = |from: &str, to: &str| -> Vec<String> {
+        let start = notes
+            .find(from)
+            .unwrap_or_else(|| panic!("{from:?} in\n{notes}"));
+        let rest = &notes[start..];
+        let rest = &rest[rest.find('\n').unwrap() + 1..];
+        let end = rest.find(to).unwrap_or(rest.len());
+        rest[..end]
+            .lines()
+            .map(|l| l.strip_prefix("   ").unwrap_or(l).to_string())
+            .collect()
+    };
+    let demo = section("2. See it deny", "\n\n");
+    let expected = section("Expected:", "\n\n");
+    let out = node.sh(&demo.join("\n"));
+    assert!(
+        !out.ok && out.text.trim() == expected.join("\n").trim(),
+        "the NOTES' demo:\n{}\nprinted\n{}\nnot\n{}",
+        demo.join("\n"),
+        out.text,
+        expected.join("\n")
+    );
+    // Step 3 as printed, the port-forward stopped afterwards, curl retried while it starts.
+    let report = section("ClusterRole):", "\n\n");
+    let curl = report.iter().position(|l| l.starts_with("curl")).unwrap();
+    let script = format!(
+        "cd {}\ntrap 'kill $(jobs -p) 2>/dev/null' EXIT\n{}\nfor i in $(seq 40); do\n{}\n[ $? = 0 ] && exit 0; sleep 0.5; done; exit 1",
+        node.dir.display(),
+        report[..curl].join("\n"),
+        report[curl..].join("\n").replacen("curl -s", "curl -sf", 1)
+    );
+    let out = node.sh(&script);
+    assert!(
+        out.ok,
+        "the NOTES' /report commands:\n{script}\n{}",
+        out.text
+    );
+    let body: Value = serde_json::from_str(out.text.trim())
+        .unwrap_or_else(|e| panic!("/report is not JSON ({e}):\n{}", out.text));
+    assert!(body.is_object(), "{body}");
+    node.ok(&format!(
+        "kubectl delete clusterrolebinding lbguard-report-reader && kubectl -n {NS} delete serviceaccount report-reader"
+    ));
 }
 
 /// `kubectl drain` evicts one pod and is refused the second while the PodDisruptionBudget
@@ -167,9 +220,9 @@ async fn drain(node: &Node) {
             while !stop.load(Ordering::Relaxed) {
                 let out = std::process::Command::new("bash")
                     .args(["-c", &format!("kubectl apply -f {BAD} 2>&1")])
-                    .current_dir(crate::ROOT)
+                    .current_dir(super::ROOT)
                     .env("KUBECONFIG", &kubeconfig)
-                    .env("PATH", crate::path())
+                    .env("PATH", super::path())
                     .output()
                     .unwrap();
                 outputs.push(String::from_utf8_lossy(&out.stdout).into_owned());

@@ -3,7 +3,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::{Node, ROOT};
+use super::{Node, ROOT};
 
 const CTR: &str = "lbguard-node-test";
 

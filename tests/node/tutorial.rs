@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use crate::{Node, ROOT};
+use super::{Node, ROOT};
 
 const PAGE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/docs/src/tutorial.md");
 

@@ -3,16 +3,12 @@
 //! tutorial run as written.
 //!
 //! `scripts/test` builds the image, starts the node, loads the image into it and runs
-//! `cargo test --test node`, with `LBGUARD_IMAGE` (the image podman built) and
+//! `cargo test --test e2e -- --node`, with `LBGUARD_IMAGE` (the image podman built) and
 //! `LBGUARD_NODE_KUBECONFIG` (the node's admin kubeconfig). Without them the suite says it
 //! did not run and passes, except under `CI=true`, where that is a failure.
-//! `cargo test --test node -- NAME...` runs the cases whose names contain a NAME.
-
-#[path = "../common/mod.rs"]
-mod common;
-#[allow(dead_code)]
-#[path = "../e2e/plane.rs"]
-mod plane;
+//! `cargo test --test e2e -- --node NAME...` runs the cases whose names contain a NAME.
+//! (It lives in the e2e binary so that the Dockerfile's cached dependency layer, keyed on
+//! Cargo.toml, survives.)
 
 mod chart;
 mod image;
@@ -153,12 +149,7 @@ fn settings() -> Result<(PathBuf, String), String> {
     Ok((kubeconfig, image))
 }
 
-fn main() -> ExitCode {
-    let _ = rustls::crypto::ring::default_provider().install_default();
-    let filters: Vec<String> = std::env::args()
-        .skip(1)
-        .filter(|a| !a.starts_with('-'))
-        .collect();
+pub fn main(filters: Vec<String>) -> ExitCode {
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     let (kubeconfig, image) = match settings() {
         Ok(s) => s,
@@ -186,7 +177,7 @@ async fn run(kubeconfig: PathBuf, image: String, filters: Vec<String>) -> ExitCo
         .unwrap();
     let started = Instant::now();
     let mut node = Node {
-        admin: plane::client_from(&kubeconfig).await,
+        admin: crate::plane::client_from(&kubeconfig).await,
         kubeconfig,
         image,
         dir: dir.path().to_path_buf(),
