@@ -29,6 +29,7 @@ pub const DIAGNOSE: &str = "kubectl -n lbguard-system get all,pdb,endpointslices
 pub fn remove(node: &Node) {
     node.sh(&format!(
         "kubectl uncordon {NODE}; helm uninstall lbguard -n {NS} --wait; \
+         kubectl delete clusterrolebinding lbguard-report-reader --ignore-not-found; \
          kubectl delete namespace {NS} {} --ignore-not-found --wait=true --timeout=60s",
         SCRATCH.join(" ")
     ));
@@ -200,9 +201,10 @@ async fn notes(node: &Node, install: &str) {
         "the NOTES' /report commands:\n{script}\n{}",
         out.text
     );
-    let body: Value = serde_json::from_str(out.text.trim())
+    let last = out.text.lines().last().unwrap_or_default();
+    let body: Value = serde_json::from_str(last)
         .unwrap_or_else(|e| panic!("/report is not JSON ({e}):\n{}", out.text));
-    assert!(body.is_object(), "{body}");
+    assert!(body["summary"]["checked"].is_number(), "{body}");
     node.ok(&format!(
         "kubectl delete clusterrolebinding lbguard-report-reader && kubectl -n {NS} delete serviceaccount report-reader"
     ));
@@ -371,13 +373,21 @@ async fn uninstall(node: &Node) {
         |o| o.ok && o.text.trim().is_empty(),
     )
     .await;
-    // Every kind the API serves, but Events (they expire on their own).
+    // Every kind the API serves, but Events (they expire on their own); what the control plane
+    // puts in every namespace stays.
     let namespaced = node.ok(&format!(
-        "kubectl get $(kubectl api-resources --verbs=list --namespaced -o name | grep -v '^events' | paste -sd,) -n {NS} -o name"
+        "kubectl get $(kubectl api-resources --verbs=list --namespaced -o name | grep -v '^events' | paste -sd,) -n {NS} -o name 2>/dev/null"
     ));
     let left: Vec<&str> = namespaced
         .lines()
-        .filter(|l| !matches!(*l, "configmap/kube-root-ca.crt" | "serviceaccount/default"))
+        .filter(|l| {
+            !matches!(
+                *l,
+                "configmap/kube-root-ca.crt"
+                    | "configmap/openshift-service-ca.crt"
+                    | "serviceaccount/default"
+            )
+        })
         .collect();
     assert!(left.is_empty(), "left in {NS}: {left:?}");
     let cluster = node.ok(

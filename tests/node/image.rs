@@ -106,13 +106,28 @@ pub async fn by_hand(node: &mut Node) {
         certs.display()
     );
     node.until(Duration::from_secs(30), &format!("{curl}/readyz"), |o| {
-        o.ok && o.text.trim() == "ok"
+        o.ok && o.text.trim() == "ready"
     })
     .await;
-    let review = node.ok(&format!(
-        "{curl}/validate -H 'Content-Type: application/json' --data @tests/fixtures/review-create-denied.json"
+    let mut review = crate::common::fixture("review-create.json");
+    crate::common::set_annotations(
+        &mut review,
+        "object",
+        &[(
+            "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type",
+            "Intranet",
+        )],
+    );
+    let file = node.dir.join("review.json");
+    std::fs::write(&file, review.to_string()).unwrap();
+    let answer = node.ok(&format!(
+        "{curl}/validate -H 'Content-Type: application/json' --data @{}",
+        file.display()
     ));
-    assert!(review.contains("\"allowed\":false"), "{review}");
+    assert!(
+        answer.contains("\"allowed\":false") && answer.contains("[address-type-value]"),
+        "{answer}"
+    );
     let status = node.ok(&format!("podman exec {CTR} cat /proc/1/status"));
     assert!(status.contains("CapEff:\t0000000000000000"), "{status}");
     assert!(
