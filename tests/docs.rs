@@ -134,8 +134,17 @@ fn lbguard_flags() -> BTreeSet<String> {
     out
 }
 
-/// Flags of the other tools the docs show (helm, kubectl, cargo, curl).
+/// Flags of the other tools the docs show (helm, kubectl, cargo, curl, podman, cosign).
 const EXTERNAL: &[&str] = &[
+    "--version",
+    "--for",
+    "--timeout",
+    "--resolve",
+    "--rm",
+    "--read-only",
+    "--cap-drop",
+    "--certificate-oidc-issuer",
+    "--certificate-identity-regexp",
     "--release",
     "--test",
     "--locked",
