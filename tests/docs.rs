@@ -137,6 +137,7 @@ fn lbguard_flags() -> BTreeSet<String> {
 /// Flags of the other tools the docs show (helm, kubectl, cargo, curl, podman, cosign).
 const EXTERNAL: &[&str] = &[
     "--version",
+    "--node",
     "--for",
     "--timeout",
     "--resolve",
