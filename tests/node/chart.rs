@@ -112,12 +112,21 @@ pub fn denies(node: &Node) {
         );
         assert!(w["clientConfig"]["url"].is_null());
     }
-    let out = node.sh(&format!("kubectl apply -f {BAD}"));
-    assert!(
-        !out.ok && out.text.contains(DENIED),
-        "$ kubectl apply -f {BAD}\n{}",
-        out.text
-    );
+    // A pod just Ready may take a moment to be in the Service's endpoints.
+    let started = std::time::Instant::now();
+    loop {
+        let out = node.sh(&format!("kubectl apply -f {BAD}"));
+        if !out.ok && out.text.contains(DENIED) {
+            return;
+        }
+        assert!(
+            out.text.contains("failed calling webhook")
+                && started.elapsed() < Duration::from_secs(10),
+            "$ kubectl apply -f {BAD}\n{}",
+            out.text
+        );
+        std::thread::sleep(Duration::from_millis(300));
+    }
 }
 
 /// The chart with a certificate from the user's own PKI (`certs/gen.sh`, as certs/README.md
