@@ -1,8 +1,8 @@
 //! Docs that cannot lie: every link in the book and the READMEs leads to a file (and, with
 //! `#anchor`, to a heading of it), every `--flag` they name is one lbguard (or the named
 //! external tool) has, and every dotted config or chart key they name exists. The book's
-//! build itself runs in `scripts/test` (`mdbook build docs`); the tutorial runs in the e2e
-//! suite.
+//! build itself runs in `scripts/test` (`mdbook build docs`, then lychee over the rendered
+//! HTML); the tutorial runs in the e2e suite.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
