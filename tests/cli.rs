@@ -1102,7 +1102,12 @@ fn serve_dev_with_the_kubeconfig_only_reads_and_shuts_down_once() {
         api.paths.lock().unwrap()
     );
     assert!(!text.contains("listener claims enabled"), "{text}");
-    assert!(text.contains("listener claims off (--dev)"), "{text}");
+    assert!(
+        text.contains(
+            "--dev only reads the cluster: listener claims, audit Events and policy reports off"
+        ),
+        "{text}"
+    );
     let closed = log
         .iter()
         .filter(|l| l.contains("all connections closed"))

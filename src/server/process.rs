@@ -125,7 +125,7 @@ pub struct ServeArgs {
     #[arg(long)]
     pub dev: bool,
     /// With --dev: watch the cluster the kubeconfig names (standalone if it does not
-    /// answer). lbguard then only reads: no listener claims.
+    /// answer). lbguard then only reads: no listener claims, audit Events or policy reports.
     #[arg(long, requires = "dev")]
     pub use_kubeconfig: bool,
     /// Where --dev keeps its CA and localhost certificate (made when missing, reused after).
@@ -559,25 +559,35 @@ pub async fn start(
     })
 }
 
-async fn sigterm() {
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when
+/// the future is first polled: a signal that arrives as the server starts must shut it down
+/// cleanly, not end the process the default way.
+fn sigterm() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut s) => {
-                tokio::select! {
-                    _ = s.recv() => {},
-                    _ = tokio::signal::ctrl_c() => {},
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+            };
+            tokio::select! {
+                _ = wait(term) => {},
+                _ = wait(interrupt) => {},
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -681,11 +691,15 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
             .and_then(|text| crate::engine::parse_config(&text, &p.display().to_string()))?,
         None => Config::default(),
     };
-    if args.dev && config.claims.enabled {
+    if args.dev {
         // A development server never writes to a cluster it may only be looking at.
         config.claims.enabled = false;
+        config.audit.events = false;
+        config.reports.api = crate::vocab::config::ReportsApi::Off;
         if args.use_kubeconfig {
-            tracing::info!("listener claims off (--dev)");
+            tracing::info!(
+                "--dev only reads the cluster: listener claims, audit Events and policy reports off"
+            );
         }
     }
     let (cert, key) = match (&args.tls_cert, &args.tls_key, args.dev) {
