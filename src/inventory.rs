@@ -112,6 +112,12 @@ impl Snapshot {
                         l.protocol
                     )));
                 }
+                if !owner_is_valid(&l.owner) {
+                    return Err(entry(format!(
+                        "listeners[{i}].owner: \"{}\" is not external, namespace/name, or namespace/name (cluster ID)",
+                        l.owner
+                    )));
+                }
             }
         }
         Ok(Self::from_file(file))
@@ -124,6 +130,26 @@ impl Snapshot {
         })?;
         Self::parse(&text, &path.display().to_string())
     }
+}
+
+/// The owner forms the file describes: `external`, `namespace/name` (a Service of this
+/// cluster), or `namespace/name (cluster ID)` (another cluster's, as `inventory dump` writes
+/// what a CCM's listener name says).
+pub fn owner_is_valid(owner: &str) -> bool {
+    if owner == "external" {
+        return true;
+    }
+    let word = |s: &str| !s.is_empty() && !s.contains([' ', '/', '(', ')']);
+    let service = match owner.split_once(" (cluster ") {
+        Some((service, rest)) => match rest.strip_suffix(')') {
+            Some(cluster) if word(cluster) => service,
+            _ => return false,
+        },
+        None => owner,
+    };
+    service
+        .split_once('/')
+        .is_some_and(|(ns, name)| word(ns) && word(name))
 }
 
 impl Inventory for Snapshot {
@@ -287,6 +313,34 @@ loadBalancers:
         let twice = format!("{GOOD}{}", GOOD.replace("loadBalancers:\n", ""));
         let e = Snapshot::parse(&twice, "inv.yaml").unwrap_err().to_string();
         assert!(e.contains("duplicate"), "{e}");
+    }
+
+    #[rstest::rstest]
+    #[case::external("external", true)]
+    #[case::this_cluster("shop/web", true)]
+    #[case::other_cluster("shop/web (cluster c-other9999)", true)]
+    #[case::no_namespace("web", false)]
+    #[case::three_parts("c2/shop/web", false)]
+    #[case::empty_cluster("shop/web (cluster )", false)]
+    #[case::unclosed("shop/web (cluster c2", false)]
+    #[case::free_text("my listener", false)]
+    fn listener_owners_take_the_documented_forms(#[case] owner: &str, #[case] valid: bool) {
+        let text = GOOD.replace("owner: external", &format!("owner: \"{owner}\""));
+        match Snapshot::parse(&text, "inv.yaml") {
+            Ok(s) => {
+                assert!(valid, "{owner} was accepted");
+                let lb = s.get(Provider::Alibaba, "lb-2ze123").unwrap();
+                assert_eq!(lb.listeners[0].owner, owner);
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(!valid, "{owner}: {e}");
+                assert!(
+                    e.contains("loadBalancers[0] (id lb-2ze123): listeners[0].owner"),
+                    "{e}"
+                );
+            }
+        }
     }
 
     #[test]

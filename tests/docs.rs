@@ -1,8 +1,8 @@
 //! Docs that cannot lie: every link in the book and the READMEs leads to a file (and, with
 //! `#anchor`, to a heading of it), every `--flag` they name is one lbguard (or the named
 //! external tool) has, and every dotted config or chart key they name exists. The book's
-//! build itself runs in `scripts/test` (`mdbook build docs`); the tutorial runs in the e2e
-//! suite.
+//! build itself runs in `scripts/test` (`mdbook build docs`, then lychee over the rendered
+//! HTML); the tutorial runs in the e2e suite.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -82,6 +82,103 @@ fn anchors(text: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// A page's text as mdBook renders it: `{{#include FILE}}` lines replaced by the file.
+fn rendered_text(page: &Path) -> String {
+    let text = std::fs::read_to_string(page).unwrap();
+    text.lines()
+        .map(|line| {
+            match line
+                .trim()
+                .strip_prefix("{{#include ")
+                .and_then(|l| l.strip_suffix("}}"))
+            {
+                Some(file) => std::fs::read_to_string(page.parent().unwrap().join(file.trim()))
+                    .unwrap_or_else(|e| panic!("{}: {file}: {e}", page.display())),
+                None => format!("{line}\n"),
+            }
+        })
+        .collect()
+}
+
+/// The chapters SUMMARY.md lists, as paths under docs/src.
+fn chapters() -> BTreeSet<PathBuf> {
+    let src = Path::new(ROOT).join("docs/src");
+    let summary = std::fs::read_to_string(src.join("SUMMARY.md")).unwrap();
+    links(&summary)
+        .into_iter()
+        .map(|l| normalize(&src.join(l)))
+        .collect()
+}
+
+/// `a/b/../c` as `a/c`, without touching the file system.
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// In the built book a link works only when it leads to another chapter: a file outside
+/// docs/src is not in `target/book`, and a chapter named README.md is rendered as
+/// index.html, so a link to README.md is a 404 there. (scripts/test checks the rendered
+/// HTML with lychee too.)
+#[test]
+fn book_links_stay_in_the_book() {
+    let src = Path::new(ROOT).join("docs/src");
+    let chapters = chapters();
+    assert!(chapters.len() > 15, "{chapters:?}");
+    let mut outside = Vec::new();
+    for page in pages().into_iter().filter(|p| p.starts_with(&src)) {
+        let text = std::fs::read_to_string(&page).unwrap();
+        for target in links(&prose(&text)) {
+            if target.starts_with("http://") || target.starts_with("https://") {
+                continue;
+            }
+            let file = target.split('#').next().unwrap();
+            if file.is_empty() {
+                continue;
+            }
+            let dest = normalize(&page.parent().unwrap().join(file));
+            if !dest.starts_with(&src) || !chapters.contains(&dest) || file.ends_with("README.md") {
+                outside.push(format!("{}: {target}", page.display()));
+            }
+        }
+    }
+    assert!(
+        outside.is_empty(),
+        "links that leave the built book:\n{}",
+        outside.join("\n")
+    );
+}
+
+/// The book says what its sources are, not the project's internal names for them, and
+/// does not say the cloud is never asked.
+#[test]
+fn the_book_names_its_sources() {
+    let mut bad = Vec::new();
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).unwrap().to_lowercase();
+        for phrase in [
+            "seed 0",
+            "seeds 0",
+            "does not call any cloud",
+            "calls no cloud",
+        ] {
+            if text.contains(phrase) {
+                bad.push(format!("{}: \"{phrase}\"", page.display()));
+            }
+        }
+    }
+    assert!(bad.is_empty(), "{}", bad.join("\n"));
+}
+
 #[test]
 fn every_link_leads_somewhere() {
     let mut checked = 0;
@@ -107,7 +204,7 @@ fn every_link_leads_somewhere() {
                 continue;
             }
             if let Some(a) = anchor
-                && !anchors(&std::fs::read_to_string(&dest).unwrap()).contains(a)
+                && !anchors(&rendered_text(&dest)).contains(a)
             {
                 broken.push(format!("{}: {target} (no such heading)", page.display()));
             }

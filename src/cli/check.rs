@@ -24,6 +24,8 @@ use crate::rules::Action;
 pub enum Output {
     /// `file:line:col: deny [rule] message`, the compiler style editors jump to.
     Text,
+    /// One JSON document: each object's verdict, violations, defaults (a JSON Patch) and
+    /// warnings, then a summary.
     Json,
     /// SARIF 2.1.0, for code scanning in pull requests.
     Sarif,
@@ -38,6 +40,7 @@ pub struct CheckArgs {
     /// Live objects: a Service here with the same namespace/name is checked as an UPDATE.
     #[arg(long = "old", value_name = "FILE")]
     pub old: Vec<PathBuf>,
+    /// How to print the findings.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
     /// Load balancer inventory (YAML; overrides the config's inventory.path).

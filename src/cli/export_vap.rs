@@ -16,6 +16,7 @@ pub struct ExportArgs {
     /// Only these rule ids (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub rules: Vec<String>,
+    /// How to print the policies and bindings.
     #[arg(long, value_enum, default_value_t = Format::Yaml)]
     pub output: Format,
     /// Say which rules are exported and why the others are not, instead of the policies.
@@ -28,7 +29,9 @@ pub struct ExportArgs {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum Format {
+    /// YAML documents separated by `---`, for `kubectl apply -f -`.
     Yaml,
+    /// One JSON `List` of the objects.
     Json,
 }
 

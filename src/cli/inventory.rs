@@ -25,8 +25,12 @@ pub enum InventoryCommand {
 
 #[derive(Debug, Args)]
 pub struct DumpArgs {
-    #[command(flatten)]
-    pub settings: super::ConfigArgs,
+    /// lbguard config file (YAML): its provider and inventory.cloud.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// ctyun, alibaba, huawei or volcengine (overrides the config).
+    #[arg(long)]
+    pub provider: Option<crate::vocab::provider::Provider>,
     /// The cloud region (overrides inventory.cloud.region).
     #[arg(long)]
     pub region: Option<String>,
@@ -78,6 +82,11 @@ pub fn fetch(
     Ok(runtime.block_on(cloud.view_all(ids, file, CLI_BUDGET)))
 }
 
+/// The inventory file `dump` prints.
+fn render(file: &InventoryFile) -> Result<String, String> {
+    serde_saphyr::to_string(file).map_err(|e| format!("cannot write YAML: {e}"))
+}
+
 pub fn run(cmd: InventoryCommand) -> ExitCode {
     match cmd {
         InventoryCommand::Dump(args) => dump(args),
@@ -89,7 +98,13 @@ fn dump(args: DumpArgs) -> ExitCode {
         eprintln!("lbguard inventory dump: {e}");
         ExitCode::from(2)
     };
-    let mut config = match args.settings.config() {
+    let settings = super::ConfigArgs {
+        config: args.config.clone(),
+        provider: args.provider.map(ProviderChoice::Fixed),
+        cluster_version: None,
+        ccm_version: None,
+    };
+    let mut config = match settings.config() {
         Ok(c) => c,
         Err(e) => return fail(e),
     };
@@ -125,9 +140,9 @@ fn dump(args: DumpArgs) -> ExitCode {
             Err(e) => problems.push(format!("{id}: {e}")),
         }
     }
-    match serde_saphyr::to_string(&file) {
-        Ok(text) => print!("{text}"),
-        Err(e) => return fail(format!("cannot write YAML: {e}")),
+    match render(&file) {
+        Ok(text) => out!("{text}"),
+        Err(e) => return fail(e),
     }
     for p in &problems {
         eprintln!("lbguard inventory dump: {p}");
@@ -136,5 +151,42 @@ fn dump(args: DumpArgs) -> ExitCode {
         ExitCode::SUCCESS
     } else {
         ExitCode::from(2)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::inventory::{Attachment, Listener, LoadBalancer};
+    use crate::vocab::ctx::Inventory;
+    use crate::vocab::provider::Provider;
+
+    /// What `dump` writes is a file the loader reads back as it was, owners of every form
+    /// included (another cluster's listener as the Alibaba CCM's listener names give it).
+    #[test]
+    fn dump_output_loads_back_unchanged() {
+        let mut lb = LoadBalancer::new("lb-2ze123", Provider::Alibaba);
+        for (port, owner) in [
+            (80, "external"),
+            (443, "shop/web"),
+            (8080, "shop/web (cluster c-other9999)"),
+        ] {
+            lb.listeners.push(Listener {
+                port,
+                protocol: "TCP".into(),
+                owner: owner.into(),
+            });
+        }
+        lb.attached_from.push(Attachment {
+            cluster: "c-other9999".into(),
+            namespace: "shop".into(),
+            name: "web".into(),
+        });
+        let file = InventoryFile {
+            load_balancers: vec![lb.clone()],
+        };
+        let text = render(&file).unwrap();
+        let back = Snapshot::parse(&text, "dump.yaml").unwrap_or_else(|e| panic!("{e}\n{text}"));
+        assert_eq!(back.get(Provider::Alibaba, "lb-2ze123"), Some(&lb));
     }
 }

@@ -109,6 +109,23 @@ pub enum Command {
     },
 }
 
+/// An error and its causes on one line, each said once: a message that already quotes its
+/// cause (`cannot read X: No such file or directory`) is not followed by it again.
+pub fn chain(e: &anyhow::Error) -> String {
+    let mut out = String::new();
+    for cause in e.chain() {
+        let text = cause.to_string();
+        if out.contains(&text) {
+            continue;
+        }
+        if !out.is_empty() {
+            out.push_str(": ");
+        }
+        out.push_str(&text);
+    }
+    out
+}
+
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
@@ -128,7 +145,7 @@ pub fn run(cli: Cli) -> ExitCode {
             match runtime.block_on(crate::server::run(args)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
-                    eprintln!("lbguard serve: {e:#}");
+                    eprintln!("lbguard serve: {}", chain(&e));
                     ExitCode::FAILURE
                 }
             }
@@ -137,19 +154,47 @@ pub fn run(cli: Cli) -> ExitCode {
             if markdown {
                 out!("{}", crate::rules::markdown_table_for(provider));
             } else {
+                let row = |id: &str, default: &str, class: &str, providers: &str, title: &str| {
+                    outln!("{id:<34} {default:<7} {class:<10} {providers:<32} {title}");
+                };
+                row("RULE", "DEFAULT", "CLASS", "PROVIDERS", "TITLE");
                 for r in crate::rules::for_provider(provider) {
                     let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
-                    outln!(
-                        "{:<34} {:<5} {:<10} {:<32} {}",
+                    row(
                         r.id,
                         r.default.as_str(),
                         r.class.as_str(),
-                        providers.join(","),
-                        r.title
+                        &providers.join(","),
+                        r.title,
                     );
                 }
             }
             ExitCode::SUCCESS
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::chain;
+
+    #[test]
+    fn a_cause_the_message_already_quotes_is_said_once() {
+        let Err(missing) =
+            crate::inventory::InventoryStore::load(std::path::Path::new("/no/such/inventory.yaml"))
+        else {
+            panic!("a missing file is an error");
+        };
+        let e = anyhow::Error::new(missing).context("loading the load balancer inventory");
+        let text = chain(&e);
+        assert_eq!(
+            text.matches("No such file or directory").count(),
+            1,
+            "{text}"
+        );
+        assert!(
+            text.starts_with("loading the load balancer inventory: cannot read inventory /no/such/inventory.yaml: "),
+            "{text}"
+        );
     }
 }

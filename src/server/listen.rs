@@ -32,14 +32,15 @@ pub struct Listen {
 pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 
 /// Accepts TLS connections until `shutdown` resolves, then lets in-flight requests finish
-/// for at most `listen.grace`.
+/// for at most `listen.grace`. True when every connection closed in time (the caller says so:
+/// the metrics port drains quietly).
 pub async fn serve_tls(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
     app: Router,
     shutdown: impl Future<Output = ()>,
     listen: Listen,
-) {
+) -> bool {
     let acceptor = TlsAcceptor::from(tls);
     // Our own graceful shutdown rather than hyper-util's: a connection opened moments ago
     // gets a short while to deliver its first request before it is closed (as Go's server
@@ -132,7 +133,10 @@ pub async fn serve_tls(
     let deadline = tokio::time::Instant::now() + listen.grace;
     // Every connection holds a slot until it ends.
     match tokio::time::timeout_at(deadline, slots.acquire_many(all as u32)).await {
-        Ok(_) => tracing::info!("all connections closed"),
-        Err(_) => tracing::warn!("shutdown grace period over; closing remaining connections"),
+        Ok(_) => true,
+        Err(_) => {
+            tracing::warn!("shutdown grace period over; closing remaining connections");
+            false
+        }
     }
 }

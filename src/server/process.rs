@@ -110,6 +110,8 @@ pub struct ServeArgs {
     /// lbguard config file (YAML).
     #[arg(long)]
     pub config: Option<PathBuf>,
+    /// Address of the admission webhook's HTTPS listener (/validate, /mutate, /healthz,
+    /// /readyz).
     #[arg(long, default_value = "0.0.0.0:8443")]
     pub addr: SocketAddr,
     /// PEM certificate chain; reloaded when it changes.
@@ -118,12 +120,18 @@ pub struct ServeArgs {
     /// PEM private key; reloaded when it changes.
     #[arg(long, requires = "tls_cert")]
     pub tls_key: Option<PathBuf>,
-    /// Development mode: use or generate a CA and a localhost certificate in --dev-dir;
-    /// without a reachable cluster, run standalone.
+    /// Development mode: use or generate a CA and a localhost certificate in --dev-dir, and
+    /// run without a cluster (the kubeconfig is ignored unless --use-kubeconfig).
     #[arg(long)]
     pub dev: bool,
+    /// With --dev: watch the cluster the kubeconfig names (standalone if it does not
+    /// answer). lbguard then only reads: no listener claims, audit Events or policy reports.
+    #[arg(long, requires = "dev")]
+    pub use_kubeconfig: bool,
+    /// Where --dev keeps its CA and localhost certificate (made when missing, reused after).
     #[arg(long, default_value = "certs/dev")]
     pub dev_dir: PathBuf,
+    /// Address of the /metrics and /report listener (plain HTTP unless --metrics-secure).
     #[arg(long, default_value = "0.0.0.0:9090")]
     pub metrics_addr: SocketAddr,
     /// Run without a cluster: cluster rules see an empty cluster.
@@ -139,6 +147,7 @@ pub struct ServeArgs {
     /// connection) before the listener closes: time for the endpoints to drop this pod.
     #[arg(long, default_value = "0s", value_parser = parse_duration)]
     pub shutdown_delay: Duration,
+    /// Log lines on stderr: `text` for people, `json` (one object a line) for collectors.
     #[arg(long, value_enum, default_value_t = LogFormat::Text)]
     pub log_format: LogFormat,
     /// Which admission decisions are logged at info: `findings` (denials, warnings,
@@ -169,7 +178,9 @@ pub enum LogDecisions {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum LogFormat {
+    /// Plain text, coloured only at a terminal.
     Text,
+    /// One JSON object a line.
     Json,
 }
 
@@ -536,7 +547,9 @@ pub async fn start(
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = stop_tx.send(true);
         };
-        serve_tls(listener, tls, router, stop, listen).await;
+        if serve_tls(listener, tls, router, stop, listen).await {
+            tracing::info!("all connections closed");
+        }
     });
     Ok(Running {
         addr,
@@ -546,25 +559,35 @@ pub async fn start(
     })
 }
 
-async fn sigterm() {
+/// Resolves on SIGTERM or Ctrl-C. The handlers are installed when this is called, not when
+/// the future is first polled: a signal that arrives as the server starts must shut it down
+/// cleanly, not end the process the default way.
+fn sigterm() -> impl Future<Output = ()> + Send + 'static {
     #[cfg(unix)]
     {
         use tokio::signal::unix::{SignalKind, signal};
-        match signal(SignalKind::terminate()) {
-            Ok(mut s) => {
-                tokio::select! {
-                    _ = s.recv() => {},
-                    _ = tokio::signal::ctrl_c() => {},
+        let term = signal(SignalKind::terminate()).ok();
+        let interrupt = signal(SignalKind::interrupt()).ok();
+        async move {
+            let wait = |s: Option<tokio::signal::unix::Signal>| async move {
+                match s {
+                    Some(mut s) => {
+                        s.recv().await;
+                    }
+                    None => std::future::pending::<()>().await,
                 }
-            }
-            Err(_) => {
-                let _ = tokio::signal::ctrl_c().await;
+            };
+            tokio::select! {
+                _ = wait(term) => {},
+                _ = wait(interrupt) => {},
             }
         }
     }
     #[cfg(not(unix))]
     {
-        let _ = tokio::signal::ctrl_c().await;
+        async {
+            let _ = tokio::signal::ctrl_c().await;
+        }
     }
 }
 
@@ -593,8 +616,9 @@ fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuar
     guard
 }
 
-/// The Kubernetes client for `serve`: none with `--standalone`; with `--dev`, none (and a
-/// log line) when no cluster is configured; otherwise an error.
+/// The Kubernetes client for `serve`: none with `--standalone`, or with `--dev` unless
+/// `--use-kubeconfig` (then none, and a log line, when no cluster is configured or it does
+/// not answer); otherwise an error.
 async fn connect(args: &ServeArgs) -> anyhow::Result<Option<kube::Client>> {
     if args.standalone {
         tracing::info!(
@@ -603,7 +627,14 @@ async fn connect(args: &ServeArgs) -> anyhow::Result<Option<kube::Client>> {
         );
         return Ok(None);
     }
-    match kube::Client::try_default().await {
+    if args.dev && !args.use_kubeconfig {
+        tracing::info!(
+            standalone = true,
+            "running standalone (--dev; --use-kubeconfig watches the kubeconfig's cluster): cluster rules see an empty cluster"
+        );
+        return Ok(None);
+    }
+    match cluster_client().await {
         Ok(c) if args.dev => {
             // A laptop may have a kubeconfig for a cluster that is not reachable now.
             match tokio::time::timeout(Duration::from_secs(3), c.apiserver_version()).await {
@@ -623,20 +654,54 @@ async fn connect(args: &ServeArgs) -> anyhow::Result<Option<kube::Client>> {
             Ok(None)
         }
         Err(e) => Err(anyhow::anyhow!(
-            "cannot connect to the cluster ({e}); run in a cluster, set KUBECONFIG, or pass --standalone"
+            "cannot connect to the cluster: {e}; run in a cluster, set KUBECONFIG, or pass --standalone"
         )),
     }
+}
+
+/// `kube::Client::try_default` (the kubeconfig, then the pod's service account), with an
+/// error that names the kubeconfig's path plainly (kube's quotes it twice).
+async fn cluster_client() -> Result<kube::Client, String> {
+    use kube::config::{Config as KubeConfig, KubeConfigOptions, KubeconfigError};
+    let mut config = match KubeConfig::from_kubeconfig(&KubeConfigOptions::default()).await {
+        Ok(c) => c,
+        Err(kubeconfig) => match KubeConfig::incluster() {
+            Ok(c) => c,
+            Err(in_cluster) => {
+                let kubeconfig = match kubeconfig {
+                    KubeconfigError::ReadConfig(e, path) => {
+                        format!("cannot read the kubeconfig {}: {e}", path.display())
+                    }
+                    other => format!("kubeconfig: {other}"),
+                };
+                return Err(format!("{kubeconfig}; not in a pod ({in_cluster})"));
+            }
+        },
+    };
+    config.apply_debug_overrides();
+    kube::Client::try_from(config).map_err(|e| e.to_string())
 }
 
 /// `lbguard serve`.
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     use anyhow::Context;
     let _log_guard = init_logging(args.log_format);
-    let config = match &args.config {
+    let mut config = match &args.config {
         Some(p) => Config::read(p)
             .and_then(|text| crate::engine::parse_config(&text, &p.display().to_string()))?,
         None => Config::default(),
     };
+    if args.dev {
+        // A development server never writes to a cluster it may only be looking at.
+        config.claims.enabled = false;
+        config.audit.events = false;
+        config.reports.api = crate::vocab::config::ReportsApi::Off;
+        if args.use_kubeconfig {
+            tracing::info!(
+                "--dev only reads the cluster: listener claims, audit Events and policy reports off"
+            );
+        }
+    }
     let (cert, key) = match (&args.tls_cert, &args.tls_key, args.dev) {
         (Some(c), Some(k), _) => (c.clone(), k.clone()),
         (_, _, true) => {

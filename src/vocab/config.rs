@@ -26,7 +26,7 @@ pub enum ConfigError {
 
 /// Which provider's rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(rename_all = "lowercase", try_from = "String")]
 pub enum ProviderChoice {
     /// Every provider whose annotations appear on the Service.
     #[default]
@@ -41,7 +41,19 @@ impl std::str::FromStr for ProviderChoice {
         if s == "auto" {
             return Ok(Self::Auto);
         }
-        s.parse::<Provider>().map(Self::Fixed)
+        s.parse::<Provider>().map(Self::Fixed).map_err(|_| {
+            format!(
+                "unknown provider \"{s}\" (expected ctyun, alibaba, huawei, volcengine or auto)"
+            )
+        })
+    }
+}
+
+/// Read through `FromStr`, so a typo in the file gets the flag's message.
+impl TryFrom<String> for ProviderChoice {
+    type Error = String;
+    fn try_from(s: String) -> Result<Self, Self::Error> {
+        s.parse()
     }
 }
 

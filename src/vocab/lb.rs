@@ -83,7 +83,8 @@ pub struct Listener {
     pub port: u16,
     /// TCP, UDP, HTTP, HTTPS or TLS (any case).
     pub protocol: String,
-    /// `external`, or the `namespace/name` of the Service that owns it.
+    /// `external`, the `namespace/name` of the Service that owns it, or
+    /// `namespace/name (cluster ID)` for another cluster's Service.
     #[serde(default = "external")]
     pub owner: String,
 }

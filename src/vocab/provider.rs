@@ -48,9 +48,7 @@ impl std::str::FromStr for Provider {
             .into_iter()
             .find(|p| p.as_str() == s)
             .ok_or_else(|| {
-                format!(
-                    "unknown provider \"{s}\" (expected ctyun, alibaba, huawei, volcengine or auto)"
-                )
+                format!("unknown provider \"{s}\" (expected ctyun, alibaba, huawei or volcengine)")
             })
     }
 }
