@@ -20,6 +20,7 @@ mod bench_cloud;
 mod claims;
 mod cloud;
 mod examples;
+mod map;
 mod metrics;
 mod reports;
 mod restart;
@@ -101,6 +102,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         "claims_hold_across_api_servers_and_replicas" => claims::run,
         "reports_pass_the_crd_schemas" => reports::run,
         "exported_policies_agree_with_the_webhook" => vap::run,
+        "defaults_as_policies_equal_the_webhook" => map::run,
         "secure_metrics_with_real_token_reviews" => metrics::run,
         "rolling_restart_loses_no_create" => rolling::run,
         "api_server_restart" => restart::run,
