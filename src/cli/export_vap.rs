@@ -117,8 +117,11 @@ pub fn render(e: &Export, m: &Mutating, format: Format) -> Result<String, String
         }
         Format::Yaml => {
             let mut out = String::from(
-                "# lbguard export-vap: one ValidatingAdmissionPolicy and binding per rule (a deny rule that also warns adds one named -advice, bound with Warn), and the config's defaults as the MutatingAdmissionPolicy lbguard-defaults and its binding.\n",
+                "# lbguard export-vap: one ValidatingAdmissionPolicy and binding per rule (a deny rule that also warns adds one named -advice, bound with Warn).\n",
             );
+            if !m.objects.is_empty() {
+                out.push_str("# The config's defaults: the MutatingAdmissionPolicy lbguard-defaults and its binding, last (chart: vap.defaults=true).\n");
+            }
             for o in &objs {
                 out.push_str("---\n");
                 out.push_str(&serde_saphyr::to_string(o).map_err(|e| e.to_string())?);
