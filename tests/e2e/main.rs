@@ -4,7 +4,8 @@
 //! `.ci/run`); the policy report CRDs from `LBGUARD_E2E_CRDS`.
 //!
 //! `cargo test --release --test e2e -- --bench` runs the latency benchmark instead
-//! (`scripts/bench-e2e`); `-- --bench-cloud` the cloud source's (`scripts/bench-e2e cloud`).
+//! (`scripts/bench-e2e`); `-- --bench-cloud` the cloud source's (`scripts/bench-e2e cloud`);
+//! `-- --bench-map` the defaults by policy against the webhook (`scripts/bench-e2e map`).
 //!
 //! `cargo test --test e2e [-- NAME...]` runs every case (or those whose names contain a
 //! NAME) one after another against one control plane. Without the binaries the suite says so
@@ -128,7 +129,8 @@ fn assets() -> Result<PathBuf, String> {
 fn main() -> ExitCode {
     let _ = rustls::crypto::ring::default_provider().install_default();
     let bench_cloud = std::env::args().any(|a| a == "--bench-cloud");
-    let bench = bench_cloud || std::env::args().any(|a| a == "--bench");
+    let bench_map = std::env::args().any(|a| a == "--bench-map");
+    let bench = bench_cloud || bench_map || std::env::args().any(|a| a == "--bench");
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -150,10 +152,16 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(run(assets, filters, bench, bench_cloud))
+    runtime.block_on(run(assets, filters, bench, bench_cloud, bench_map))
 }
 
-async fn run(assets: PathBuf, filters: Vec<String>, bench: bool, bench_cloud: bool) -> ExitCode {
+async fn run(
+    assets: PathBuf,
+    filters: Vec<String>,
+    bench: bool,
+    bench_cloud: bool,
+    bench_map: bool,
+) -> ExitCode {
     let dir = tempfile::Builder::new()
         .prefix("lbguard-e2e-")
         .tempdir()
@@ -196,7 +204,12 @@ async fn run(assets: PathBuf, filters: Vec<String>, bench: bool, bench_cloud: bo
         started.elapsed().as_secs_f64()
     );
     if bench {
-        let ok = if bench_cloud {
+        let ok = if bench_map {
+            AssertUnwindSafe(map::bench::run(&mut env))
+                .catch_unwind()
+                .await
+                .is_ok()
+        } else if bench_cloud {
             AssertUnwindSafe(bench_cloud::run(&mut env))
                 .catch_unwind()
                 .await
