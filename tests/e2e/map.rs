@@ -1,10 +1,12 @@
 //! The config's defaults as the MutatingAdmissionPolicy of `lbguard export-vap`, against
 //! lbguard's mutating webhook, on the real API server. Every mutate case of the rule tests
-//! (and the edges around them) is written through three arms in turn, each alone on the API
-//! servers: the mutating webhook, the policy as `admissionregistration.k8s.io/v1`, and as
-//! `v1beta1`. The objects the API server stores must be the same: annotations byte for byte,
-//! labels and spec. Creates are written back unchanged (a second pass changes nothing), and
-//! updates start from a live Service stored with no mutation at all.
+//! (and the edges around them) is written through four arms in turn: the mutating webhook
+//! alone, the policy alone as `admissionregistration.k8s.io/v1`, and as `v1beta1`, and the
+//! chart's `vap.defaults` deployment (the v1 policy and the webhook with
+//! `defaults.exported`, which then applies only the inventory's default). The objects the API
+//! server stores must be the same: annotations byte for byte, labels and spec. Creates are
+//! written back unchanged (a second pass changes nothing), and updates start from a live
+//! Service stored with no mutation at all.
 
 use std::collections::BTreeMap;
 use std::process::Command;
@@ -34,9 +36,6 @@ fn configure(c: &mut Value) {
     });
     c["cluster"]["flavor"] = "turbo".into();
     c["exemptions"]["namespaces"] = json!([EXEMPT]);
-    // The inventory's address type is the webhook's alone: no case names a listed balancer,
-    // and without the file the webhook cannot apply it either.
-    c["inventory"]["path"] = Value::Null;
 }
 
 fn svc(ns: &str, name: &str, annotations: &[(&str, &str)], etp: Option<&str>) -> Value {
@@ -66,6 +65,8 @@ struct Case {
     new: Value,
     /// An annotation the stored object must have (so no arm passes by doing nothing).
     expect: Option<(String, Option<&'static str>)>,
+    /// Takes the inventory's default: only arms with the webhook apply it.
+    inventory: bool,
 }
 
 fn cases() -> Vec<Case> {
@@ -95,6 +96,7 @@ fn cases() -> Vec<Case> {
             live: None,
             new: v("injected", &[]),
             expect: Some((weight.clone(), Some("100"))),
+            inventory: false,
         },
         // engine_tests::defaults_never_override_and_are_idempotent
         Case {
@@ -107,6 +109,7 @@ fn cases() -> Vec<Case> {
                 Some("Local"),
             ),
             expect: Some((class.clone(), Some("union"))),
+            inventory: false,
         },
         // engine_tests::ctyun_ip_mode_needs_local_and_1_30 (the 1.29 half needs a 1.29 API
         // server, which has no MutatingAdmissionPolicy: the unit tests cover it)
@@ -115,6 +118,7 @@ fn cases() -> Vec<Case> {
             live: None,
             new: svc(NS, "ip-mode", &[(&k(CTYUN, "id"), "lb-1")], Some("Local")),
             expect: Some((ip_mode.clone(), Some("proxy"))),
+            inventory: false,
         },
         Case {
             name: "ctyun ip-mode not for Cluster",
@@ -126,12 +130,14 @@ fn cases() -> Vec<Case> {
                 Some("Cluster"),
             ),
             expect: Some((ip_mode.clone(), None)),
+            inventory: false,
         },
         Case {
             name: "ctyun ip-mode not without a ctyun annotation (provider auto)",
             live: None,
             new: svc(NS, "ip-mode-no-provider", &[], Some("Local")),
             expect: Some((ip_mode.clone(), None)),
+            inventory: false,
         },
         Case {
             name: "ctyun ip-mode kept as the user set it",
@@ -143,6 +149,7 @@ fn cases() -> Vec<Case> {
                 Some("Local"),
             ),
             expect: Some((ip_mode.clone(), Some("vip"))),
+            inventory: false,
         },
         // engine_tests::huawei_class_is_injected_on_create
         Case {
@@ -155,6 +162,7 @@ fn cases() -> Vec<Case> {
                 None,
             ),
             expect: Some((class.clone(), Some("performance"))),
+            inventory: false,
         },
         // engine_tests::fixed_defaults_are_not_added_late_but_are_kept
         Case {
@@ -165,12 +173,14 @@ fn cases() -> Vec<Case> {
                 &[(&k(VOLC, "health-check-interval"), "3")],
             ),
             expect: Some((weight.clone(), None)),
+            inventory: false,
         },
         Case {
             name: "weight kept from the live Service when an update drops it",
             live: Some(weight_live),
             new: weight_dropped,
             expect: Some((weight.clone(), Some("30"))),
+            inventory: false,
         },
         Case {
             name: "class kept from the live Service when an update drops it",
@@ -182,18 +192,21 @@ fn cases() -> Vec<Case> {
             )),
             new: svc(NS, "class-kept-live", &[(&k(HUAWEI, "id"), "e")], None),
             expect: Some((class.clone(), Some("union"))),
+            inventory: false,
         },
         Case {
             name: "a Service that becomes a LoadBalancer gets the weight",
             live: Some(cluster_ip),
             new: v("cluster-ip-to-lb", &[]),
             expect: Some((weight.clone(), Some("100"))),
+            inventory: false,
         },
         Case {
             name: "an update changes the owner annotation the user set",
             live: Some(v("owner-updated", &[("example.com/owner", "team-a")])),
             new: v("owner-updated", &[("example.com/owner", "team-b")]),
             expect: Some(("example.com/owner".into(), Some("team-b"))),
+            inventory: false,
         },
         // engine_tests::turbo_clusters_get_cluster_policy_when_unset (the API server's own
         // defaulting sets Cluster before admission: both arms must leave it so)
@@ -202,30 +215,49 @@ fn cases() -> Vec<Case> {
             live: None,
             new: svc(NS, "turbo", &[(&k(HUAWEI, "id"), "e")], None),
             expect: Some((class.clone(), Some("performance"))),
+            inventory: false,
         },
         Case {
             name: "user weight kept",
             live: None,
             new: v("weight-user", &[(&weight, "7")]),
             expect: Some((weight.clone(), Some("7"))),
+            inventory: false,
         },
         Case {
             name: "only the owner annotation without a provider",
             live: None,
             new: svc(NS, "owner-only", &[], None),
             expect: Some(("example.com/owner".into(), Some("platform"))),
+            inventory: false,
         },
         Case {
             name: "not a LoadBalancer",
             live: None,
             new: plain_cluster_ip,
             expect: Some((weight.clone(), None)),
+            inventory: false,
+        },
+        // inventory_tests::mutation_takes_the_address_type_from_the_inventory, with a policy
+        // default on the same Service
+        Case {
+            name: "the inventory's address type stays with the webhook",
+            live: None,
+            new: svc(
+                NS,
+                "inventory",
+                &[(&k(CTYUN, "id"), "lb-ctyun-full")],
+                Some("Local"),
+            ),
+            expect: Some((k(CTYUN, "address-type"), Some("intranet"))),
+            inventory: true,
         },
         Case {
             name: "exempt namespace",
             live: None,
             new: svc(EXEMPT, "exempt", &[(&id_volc, "clb-1")], None),
             expect: Some(("example.com/owner".into(), None)),
+            inventory: false,
         },
     ]
 }
@@ -234,6 +266,8 @@ fn cases() -> Vec<Case> {
 enum Arm {
     Webhook,
     Policy(&'static str),
+    /// The v1 policy and the webhook with `defaults.exported`.
+    Both,
 }
 
 /// What one arm stored for one case.
@@ -335,6 +369,7 @@ async fn switch(env: &Env, arm: Arm, on: bool, policies: &[Value]) {
     let objects = match arm {
         Arm::Webhook => vec![mutating_webhook(env)],
         Arm::Policy(_) => policies.to_vec(),
+        Arm::Both => [policies, &[mutating_webhook(env)]].concat(),
     };
     for o in &objects {
         if on {
@@ -444,7 +479,7 @@ pub async fn run(env: &mut Env) {
 
     let t = Instant::now();
     let webhook = run_arm(env, Arm::Webhook, &[]).await;
-    let arms = [
+    let mut arms = vec![
         (
             Arm::Policy("v1"),
             run_arm(env, Arm::Policy("v1"), &v1).await,
@@ -454,6 +489,10 @@ pub async fn run(env: &mut Env) {
             run_arm(env, Arm::Policy("v1beta1"), &beta).await,
         ),
     ];
+    env.lbguard
+        .reconfigure(|c| c["defaults"]["exported"] = true.into())
+        .await;
+    arms.push((Arm::Both, run_arm(env, Arm::Both, &v1).await));
     let cases = cases();
     let mut compared = 0;
     let mut webhook_warnings = BTreeMap::new();
@@ -471,6 +510,12 @@ pub async fn run(env: &mut Env) {
         for (arm, outcomes) in &arms {
             let p = &outcomes[i];
             assert_eq!(p.status, w.status, "{arm:?} {}", c.name);
+            if c.inventory && *arm != Arm::Both {
+                let (key, _) = c.expect.as_ref().unwrap();
+                let got = &p.stored["metadata"]["annotations"][key];
+                assert!(got.is_null(), "{arm:?} {}: {got}", c.name);
+                continue;
+            }
             assert_eq!(
                 decided(&p.stored),
                 decided(&w.stored),
@@ -508,9 +553,10 @@ pub async fn run(env: &mut Env) {
         }
         webhook_warnings.insert(c.name, w.warnings.clone());
     }
-    assert_eq!(compared, 2 * cases.len());
+    let inventory_cases = cases.iter().filter(|c| c.inventory).count();
+    assert_eq!(compared, 3 * cases.len() - 2 * inventory_cases);
     println!(
-        "map: {} cases, 3 arms, stored objects equal in {:.1}s; the webhook's own warnings (a policy cannot send any): {}",
+        "map: {} cases, 4 arms, stored objects equal in {:.1}s; the webhook's own warnings (a policy cannot send any): {}",
         cases.len(),
         t.elapsed().as_secs_f64(),
         webhook_warnings.values().map(Vec::len).sum::<usize>()
