@@ -1,4 +1,5 @@
-//! `lbguard export-vap`: the stateless rules as ValidatingAdmissionPolicies and bindings.
+//! `lbguard export-vap`: the stateless rules as ValidatingAdmissionPolicies and bindings, and
+//! the config's defaults as a MutatingAdmissionPolicy and its binding.
 
 use std::process::ExitCode;
 
@@ -6,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::config::Config;
 use crate::engine::Versions;
+use crate::vap::mutating::{self, Api, Mutating};
 use crate::vap::{Export, export, objects};
 
 #[derive(Debug, Args)]
@@ -25,6 +27,29 @@ pub struct ExportArgs {
     /// Print only the exported rule ids, comma separated (for webhook.skipExportedRules).
     #[arg(long, conflicts_with = "list")]
     pub ids: bool,
+    /// The config's defaults as a MutatingAdmissionPolicy: auto writes admissionregistration
+    /// v1 for Kubernetes 1.36+ (or an unknown version), v1beta1 for 1.34-1.35, none before.
+    #[arg(long, value_enum, default_value_t = MutatingApi::Auto)]
+    pub mutating: MutatingApi,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum MutatingApi {
+    Auto,
+    V1,
+    V1beta1,
+    Off,
+}
+
+impl MutatingApi {
+    fn choose(self, versions: &Versions) -> Result<Api, String> {
+        match self {
+            MutatingApi::Auto => Api::for_cluster(versions),
+            MutatingApi::V1 => Ok(Api::V1),
+            MutatingApi::V1beta1 => Ok(Api::V1beta1),
+            MutatingApi::Off => Err("--mutating off".into()),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -47,8 +72,8 @@ fn config(args: &ExportArgs) -> Result<Config, String> {
     Ok(config)
 }
 
-/// The `--list` table: every rule, exported or not, and why.
-pub fn list(e: &Export) -> String {
+/// The `--list` table: every rule, exported or not, and why; then every default.
+pub fn list(e: &Export, m: &Mutating) -> String {
     let mut rows: Vec<(&str, String)> = e
         .exported
         .iter()
@@ -61,14 +86,31 @@ pub fn list(e: &Export) -> String {
     );
     let order: Vec<&str> = crate::rules::registry().iter().map(|r| r.id).collect();
     rows.sort_by_key(|(id, _)| order.iter().position(|o| o == id));
-    rows.iter()
+    let mut out: String = rows
+        .iter()
         .map(|(id, what)| format!("{id:<34} {what}\n"))
-        .collect()
+        .collect();
+    out.push_str("\nDefaults (the mutating webhook's):\n");
+    let api = m.objects.first().and_then(|p| p["apiVersion"].as_str());
+    for r in &m.rows {
+        let what = match (&r.state, api) {
+            (Ok(()), Some(api)) => format!(
+                "exported (MutatingAdmissionPolicy {}, {api})",
+                mutating::NAME
+            ),
+            (Ok(()), None) => "exported".into(),
+            (Err(why), _) if why == mutating::INVENTORY => why.clone(),
+            (Err(why), _) => format!("not exported: {why}"),
+        };
+        out.push_str(&format!("{:<34} {what}\n", r.name));
+    }
+    out
 }
 
 /// The policies as YAML documents or a JSON List.
-pub fn render(e: &Export, format: Format) -> Result<String, String> {
-    let objs = objects(e);
+pub fn render(e: &Export, m: &Mutating, format: Format) -> Result<String, String> {
+    let mut objs = objects(e);
+    objs.extend(m.objects.iter().cloned());
     match format {
         Format::Json => {
             let list = serde_json::json!({"apiVersion": "v1", "kind": "List", "items": objs});
@@ -80,6 +122,9 @@ pub fn render(e: &Export, format: Format) -> Result<String, String> {
             let mut out = String::from(
                 "# lbguard export-vap: one ValidatingAdmissionPolicy and binding per rule (a deny rule that also warns adds one named -advice, bound with Warn).\n",
             );
+            if !m.objects.is_empty() {
+                out.push_str("# The config's defaults: the MutatingAdmissionPolicy lbguard-defaults and its binding, last (chart: vap.defaults=true).\n");
+            }
             for o in &objs {
                 out.push_str("---\n");
                 out.push_str(&serde_saphyr::to_string(o).map_err(|e| e.to_string())?);
@@ -100,8 +145,9 @@ pub fn run(args: ExportArgs) -> ExitCode {
     let versions = Versions::from_config(&config);
     let only = (!args.rules.is_empty()).then_some(args.rules.as_slice());
     let e = export(&config, &versions, only);
+    let m = mutating::export(&config, &versions, args.mutating.choose(&versions));
     if args.list {
-        out!("{}", list(&e));
+        out!("{}", list(&e, &m));
         return ExitCode::SUCCESS;
     }
     if args.ids {
@@ -109,7 +155,7 @@ pub fn run(args: ExportArgs) -> ExitCode {
         outln!("{}", ids.join(","));
         return ExitCode::SUCCESS;
     }
-    match render(&e, args.output) {
+    match render(&e, &m, args.output) {
         Ok(s) => {
             out!("{s}");
             ExitCode::SUCCESS

@@ -93,7 +93,8 @@ pub enum Command {
     Check(check::CheckArgs),
     /// Run the HTTPS admission webhook.
     Serve(crate::server::ServeArgs),
-    /// Print the stateless rules as ValidatingAdmissionPolicies (Kubernetes 1.30+).
+    /// Print the stateless rules as ValidatingAdmissionPolicies (Kubernetes 1.30+) and the
+    /// defaults as a MutatingAdmissionPolicy (1.34+).
     ExportVap(export_vap::ExportArgs),
     /// Load balancer facts from the cloud's API.
     #[command(subcommand)]

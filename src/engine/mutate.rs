@@ -5,6 +5,9 @@
 //! existing LoadBalancer Service, defaults for keys that cannot change afterwards
 //! (Volcengine weight, Huawei class) are not injected late (that would itself be a
 //! forbidden change); if the user dropped such a key, the live value is kept instead.
+//!
+//! With `defaults.exported`, the API server applies the config's defaults itself (the
+//! MutatingAdmissionPolicy of `lbguard export-vap`): only the inventory's are left here.
 
 use k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
@@ -129,11 +132,14 @@ pub fn mutate(
     // Each provider hands over its defaults; the engine applies them where the user set
     // nothing (and, for fixed keys, never late on an update).
     for p in &providers {
-        for d in crate::providers::defaults(*p, &ctx) {
-            b.annotation(&d.key, &d.value, &d.reason, d.fixed);
+        for pd in crate::providers::defaults(*p, &ctx) {
+            if pd.inventory || !d.exported {
+                b.annotation(&pd.key, &pd.value, &pd.reason, pd.fixed);
+            }
         }
     }
-    if config.cluster.flavor == Flavor::Turbo
+    if !d.exported
+        && config.cluster.flavor == Flavor::Turbo
         && d.huawei_turbo_cluster_policy
         && new.traffic_policy().is_none()
     {
@@ -147,8 +153,10 @@ pub fn mutate(
             reason: "CCE Turbo clusters support only Cluster".into(),
         });
     }
-    for (k, v) in &d.annotations {
-        b.annotation(k, v, "defaults.annotations", false);
+    if !d.exported {
+        for (k, v) in &d.annotations {
+            b.annotation(k, v, "defaults.annotations", false);
+        }
     }
     Some(Mutation {
         desired: b.desired,

@@ -126,6 +126,7 @@ pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
             value: "proxy".into(),
             reason: "defaults.ctyunIpModeProxy: in-cluster clients of the LB IP go through the load balancer".into(),
             fixed: false,
+            inventory: false,
         });
     }
     out

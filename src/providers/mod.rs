@@ -44,5 +44,6 @@ fn inventory_address_type(ctx: &Ctx, cat: &'static Catalog) -> Option<Proposed> 
         value: t.as_str().to_string(),
         reason: "the reused load balancer's address type, from the inventory".into(),
         fixed: true,
+        inventory: true,
     })
 }

@@ -402,6 +402,7 @@ pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
             value: w.to_string(),
             reason: "defaults.volcengineWeight: a reused load balancer needs a weight".into(),
             fixed: true,
+            inventory: false,
         }],
         _ => Vec::new(),
     }

@@ -9,6 +9,7 @@
 
 #[cfg(test)]
 pub mod eval;
+pub mod mutating;
 
 use std::collections::BTreeMap;
 
@@ -77,7 +78,7 @@ fn providers(config: &Config, rule: &Rule) -> Vec<Provider> {
 
 /// CEL for "the engine would apply `p`'s rules to `var`" (`provider: auto`): the Service
 /// carries one of its annotations (prefix, any case), its load balancer label or a finalizer.
-fn detects(cat: &Catalog, var: &str) -> String {
+pub(crate) fn detects(cat: &Catalog, var: &str) -> String {
     let mut any: Vec<String> = cat
         .prefixes()
         .map(|p| {

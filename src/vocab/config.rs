@@ -372,6 +372,9 @@ pub struct Defaults {
     pub huawei_turbo_cluster_policy: bool,
     /// Extra annotation defaults for every LoadBalancer Service.
     pub annotations: BTreeMap<String, String>,
+    /// The API server applies the defaults above as the MutatingAdmissionPolicy of
+    /// `lbguard export-vap`; the webhook then applies only the inventory's, so none runs twice.
+    pub exported: bool,
 }
 
 impl Default for Defaults {
@@ -383,6 +386,7 @@ impl Default for Defaults {
             ctyun_ip_mode_proxy: false,
             huawei_turbo_cluster_policy: true,
             annotations: BTreeMap::new(),
+            exported: false,
         }
     }
 }

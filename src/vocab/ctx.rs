@@ -293,4 +293,6 @@ pub struct Proposed {
     pub value: String,
     pub reason: String,
     pub fixed: bool,
+    /// Read from the inventory: only the webhook can apply it (a policy cannot read it).
+    pub inventory: bool,
 }

@@ -6,7 +6,8 @@
 //! `cargo test --test e2e -- --node` runs the real-node suite instead (`tests/node/`: the
 //! image, the chart on ../shared/node, the tutorial).
 //! `cargo test --release --test e2e -- --bench` runs the latency benchmark instead
-//! (`scripts/bench-e2e`); `-- --bench-cloud` the cloud source's (`scripts/bench-e2e cloud`).
+//! (`scripts/bench-e2e`); `-- --bench-cloud` the cloud source's (`scripts/bench-e2e cloud`);
+//! `-- --bench-map` the defaults by policy against the webhook (`scripts/bench-e2e map`).
 //!
 //! `cargo test --test e2e [-- NAME...]` runs every case (or those whose names contain a
 //! NAME) one after another against one control plane. Without the binaries the suite says so
@@ -24,6 +25,7 @@ mod bench_cloud;
 mod claims;
 mod cloud;
 mod examples;
+mod map;
 mod metrics;
 mod reports;
 mod restart;
@@ -102,6 +104,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         "claims_hold_across_api_servers_and_replicas" => claims::run,
         "reports_pass_the_crd_schemas" => reports::run,
         "exported_policies_agree_with_the_webhook" => vap::run,
+        "defaults_as_policies_equal_the_webhook" => map::run,
         "secure_metrics_with_real_token_reviews" => metrics::run,
         "rolling_restart_loses_no_create" => rolling::run,
         "api_server_restart" => restart::run,
@@ -134,7 +137,8 @@ fn main() -> ExitCode {
         return node::main(filters);
     }
     let bench_cloud = std::env::args().any(|a| a == "--bench-cloud");
-    let bench = bench_cloud || std::env::args().any(|a| a == "--bench");
+    let bench_map = std::env::args().any(|a| a == "--bench-map");
+    let bench = bench_cloud || bench_map || std::env::args().any(|a| a == "--bench");
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -156,10 +160,16 @@ fn main() -> ExitCode {
         .enable_all()
         .build()
         .unwrap();
-    runtime.block_on(run(assets, filters, bench, bench_cloud))
+    runtime.block_on(run(assets, filters, bench, bench_cloud, bench_map))
 }
 
-async fn run(assets: PathBuf, filters: Vec<String>, bench: bool, bench_cloud: bool) -> ExitCode {
+async fn run(
+    assets: PathBuf,
+    filters: Vec<String>,
+    bench: bool,
+    bench_cloud: bool,
+    bench_map: bool,
+) -> ExitCode {
     let dir = tempfile::Builder::new()
         .prefix("lbguard-e2e-")
         .tempdir()
@@ -202,7 +212,12 @@ async fn run(assets: PathBuf, filters: Vec<String>, bench: bool, bench_cloud: bo
         started.elapsed().as_secs_f64()
     );
     if bench {
-        let ok = if bench_cloud {
+        let ok = if bench_map {
+            AssertUnwindSafe(map::bench::run(&mut env))
+                .catch_unwind()
+                .await
+                .is_ok()
+        } else if bench_cloud {
             AssertUnwindSafe(bench_cloud::run(&mut env))
                 .catch_unwind()
                 .await

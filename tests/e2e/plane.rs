@@ -225,6 +225,9 @@ impl ControlPlane {
                 "--allow-privileged=true".into(),
                 format!("--cert-dir={}", dir.join(format!("certs-{port}")).display()),
                 "--profiling=false".into(),
+                // The beta form of MutatingAdmissionPolicy (1.34-1.35 clusters), so the e2e
+                // suite checks it on this API server too; v1 is on by default.
+                "--runtime-config=admissionregistration.k8s.io/v1beta1=true".into(),
             ];
             // Two API servers on one host would share (and fight over) one identity lease.
             if i > 0 {
@@ -455,6 +458,8 @@ fn resource(api_version: &str, kind: &str) -> (String, &'static str, bool) {
         "MutatingWebhookConfiguration" => ("mutatingwebhookconfigurations", false),
         "ValidatingAdmissionPolicy" => ("validatingadmissionpolicies", false),
         "ValidatingAdmissionPolicyBinding" => ("validatingadmissionpolicybindings", false),
+        "MutatingAdmissionPolicy" => ("mutatingadmissionpolicies", false),
+        "MutatingAdmissionPolicyBinding" => ("mutatingadmissionpolicybindings", false),
         "CustomResourceDefinition" => ("customresourcedefinitions", false),
         "Report" => ("reports", true),
         "PolicyReport" => ("policyreports", true),

@@ -38,6 +38,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- $_ := set $config "rules" $rules -}}
 {{- end -}}
+{{- if .Values.vap.defaults -}}
+{{- $_ := set $config.defaults "exported" true -}}
+{{- end -}}
 {{- if .Values.inventory.enabled -}}
 {{- $_ := set $config.inventory "path" "/etc/lbguard/inventory/inventory.yaml" -}}
 {{- end -}}
@@ -59,16 +62,36 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- /*
+  "true" when some default of config.defaults other than the inventory's can apply (the ones
+  lbguard export-vap writes as a MutatingAdmissionPolicy).
+*/}}
+{{- define "lbguard.configDefaults" -}}
+{{- $d := .Values.config.defaults -}}
+{{- if and $d.enabled (or $d.volcengineWeight $d.huaweiElbClass $d.ctyunIpModeProxy $d.annotations (and $d.huaweiTurboClusterPolicy (eq .Values.config.cluster.flavor "turbo"))) -}}true{{- end -}}
+{{- end -}}
+
+{{- /*
   "true" when the MutatingWebhookConfiguration is rendered: webhook.mutate always, or auto and
-  some default of config.defaults can apply (the cases engine::mutate handles). Otherwise
+  some default of config.defaults can apply (the cases engine::mutate handles); with
+  vap.defaults the API server applies the config's, so only the inventory's count. Otherwise
   every Service write would pay for a webhook call that never changes anything.
 */}}
 {{- define "lbguard.mutates" -}}
 {{- $d := .Values.config.defaults -}}
 {{- $mode := .Values.webhook.mutate -}}
+{{- $config := and (include "lbguard.configDefaults" .) (not .Values.vap.defaults) -}}
 {{- if eq $mode "always" -}}true
-{{- else if and (eq $mode "auto") $d.enabled (or .Values.inventory.enabled .Values.inventory.cloud.enabled $d.volcengineWeight $d.huaweiElbClass $d.ctyunIpModeProxy $d.annotations (and $d.huaweiTurboClusterPolicy (eq .Values.config.cluster.flavor "turbo"))) -}}true
+{{- else if and (eq $mode "auto") $d.enabled (or .Values.inventory.enabled .Values.inventory.cloud.enabled $config) -}}true
 {{- end -}}
+{{- end -}}
+
+{{- /*
+  Namespaces the webhooks are never called for; the policy binding of vap.defaults skips them
+  and the config's exempt namespaces too, as the webhook does.
+*/}}
+{{- define "lbguard.namespaceSelector" -}}
+{{- $ns := concat (list "kube-system" "kube-node-lease" .root.Release.Namespace) .root.Values.webhook.excludeNamespaces .extra -}}
+{{- toYaml (dict "matchExpressions" (list (dict "key" "kubernetes.io/metadata.name" "operator" "NotIn" "values" (uniq $ns)))) -}}
 {{- end -}}
 
 {{- /* A config duration ("5m", "90s", "1500ms", or plain seconds) in whole seconds. */}}

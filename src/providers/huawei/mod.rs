@@ -369,6 +369,7 @@ pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
                 value: class.clone(),
                 reason: "defaults.huaweiElbClass".into(),
                 fixed: true,
+                inventory: false,
             }]
         }
         _ => Vec::new(),
