@@ -189,7 +189,8 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
             })
             .collect();
         assert!(ids.len() >= 2, "{provider}: {ids:?}");
-        let view = cloud.view(&ids, None).await;
+        // In bulk, as the CLI reads: waiting for tokens within the budget.
+        let view = cloud.view_all(&ids, None, Duration::from_secs(30)).await;
         let mut normalized = Vec::new();
         for id in &ids {
             let want = sorted(expressible(file.get(provider, id).unwrap()));
@@ -214,7 +215,11 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
             .into_boxed_str(),
         ))
         .await;
-        let with_cloud = server(cloud_config(provider, &mock, creds.path(), ""), &mock).await;
+        let with_cloud = server(
+            cloud_config(provider, &mock, creds.path(), "    qps: 100\n"),
+            &mock,
+        )
+        .await;
         let mut cases = Vec::new();
         for id in &ids {
             for port in [80, 443, 8443, 30000, 8080] {

@@ -436,7 +436,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
     } else {
         None
     };
-    let inventory = crate::cloud::inventory_of(view.as_ref(), inventory.as_ref());
+    let file = view.as_ref().and_then(|v| v.file_arc());
+    let inventory = crate::inventory::choose(
+        view.as_ref()
+            .map(|v| v as &dyn crate::vocab::ctx::Inventory),
+        file.as_deref().or(inventory.as_ref()),
+    );
+    let inventory = &inventory;
     let old_loaded = load(&args.old);
     let mut errors = old_loaded.errors;
     let old: HashMap<(String, String), Service> = old_loaded

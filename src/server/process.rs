@@ -47,12 +47,16 @@ impl App {
         // The audit reads what the cloud said last (the refresh keeps it current); it never
         // waits for the cloud.
         let view = self.cloud.as_ref().map(|c| c.cached_view(snapshot.clone()));
-        let inventory = crate::cloud::inventory_of(view.as_ref(), snapshot.as_deref());
+        let inventory = crate::inventory::choose(
+            view.as_ref()
+                .map(|v| v as &dyn crate::vocab::ctx::Inventory),
+            snapshot.as_deref(),
+        );
         let (report, offending) = audit(
             &self.cluster,
             &self.config,
             &self.versions.load(),
-            inventory,
+            &inventory,
         );
         self.metrics.audit_violations.clear();
         for ((rule, action, namespace), n) in report.counts() {

@@ -415,6 +415,8 @@ pub struct CloudConfig {
     /// `LBGUARD_REPLICAS`, which the chart sets, says how many there are).
     pub qps: u32,
     pub on_error: OnCloudError,
+    /// Load balancers cached at most (least recently used out first).
+    pub cache_size: u32,
 }
 
 impl Default for CloudConfig {
@@ -428,6 +430,7 @@ impl Default for CloudConfig {
             timeout: Seconds(std::time::Duration::from_millis(1500)),
             qps: 5,
             on_error: OnCloudError::Warn,
+            cache_size: 10_000,
         }
     }
 }
@@ -552,6 +555,9 @@ impl Config {
         }
         if cloud.refresh.0 < std::time::Duration::from_secs(1) {
             problems.push("inventory.cloud.refresh: must be at least 1s".into());
+        }
+        if cloud.cache_size == 0 {
+            problems.push("inventory.cloud.cacheSize: must be at least 1".into());
         }
         if cloud.qps == 0 {
             problems.push("inventory.cloud.qps: must be at least 1".into());
