@@ -689,3 +689,229 @@ async fn a_shared_elb_only_the_v2_api_knows_is_read_there() {
     assert_eq!(mock.calls("huawei/ShowLoadBalancer").await, 4);
     mock.assert_clean().await;
 }
+
+/// An answer of one Service naming `id` through `s`: (allowed, warnings and message joined).
+async fn said(s: &TestServer, provider: Provider, id: &str) -> (bool, String) {
+    let (allowed, warnings, message) = warned(s, &create(provider, "web", id, &[], 8080)).await;
+    (allowed, format!("{message} | {}", warnings.join(" | ")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_404_is_an_error_and_never_a_missing_load_balancer() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    mock.fault(Some("html404"), 0.0).await;
+    for provider in ALL {
+        let creds = creds_dir(provider, AK, SK);
+        let extra = "    timeout: 1s\n    onError: deny\n";
+        let s = server(cloud_config(provider, &mock, creds.path(), extra), &mock).await;
+        let (allowed, text) = said(&s, provider, "lb-behind-a-proxy").await;
+        assert!(!allowed, "{provider}: {text}");
+        assert!(
+            text.contains("HTTP 404 with a text/html body")
+                && text.contains("check inventory.cloud.endpoint")
+                && text.contains("inventory.cloud.onError: deny")
+                && !text.contains("names no load balancer"),
+            "{provider}: {text}"
+        );
+        let metrics = s.metrics_text().await;
+        assert!(
+            metrics.contains(&format!(
+                "lbguard_cloud_api_requests_total{{provider=\"{provider}\",operation="
+            )) && metrics.contains("result=\"bad_endpoint\"} 1"),
+            "{provider}: {metrics}"
+        );
+        // An id that cannot be one: denied by lb-exists without a call.
+        let (allowed, text) = said(&s, provider, "lb-1/../x").await;
+        assert!(
+            !allowed
+                && text.contains("[lb-exists]")
+                && text.contains("not a valid load balancer id"),
+            "{provider}: {text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_with_a_path_prefix_is_called_under_it() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    mock.control("prefix", json!({"prefix": "/cloud-api"}))
+        .await;
+    let ids = [
+        (Provider::Ctyun, "lb-user-intranet"),
+        (Provider::Alibaba, "nlb-other-vpc"),
+        (Provider::Huawei, "elb-1"),
+        (Provider::Volcengine, "nlb-user"),
+    ];
+    for (provider, id) in ids {
+        let creds = creds_dir(provider, AK, SK);
+        let mut cfg =
+            lbguard::engine::parse_config(&cloud_config(provider, &mock, creds.path(), ""), "t")
+                .unwrap();
+        cfg.inventory.cloud.endpoint = Some(format!("{}/cloud-api/", mock.url));
+        let cloud = lbguard::cloud::Cloud::new(
+            provider,
+            &cfg.inventory.cloud,
+            Some("c-own".into()),
+            lbguard::cloud::creds::CredStore::load(provider, Some(creds.path())).unwrap(),
+            mock.ca_pem.as_bytes(),
+            Default::default(),
+            1,
+        )
+        .unwrap();
+        let view = cloud
+            .view_all(&[id.to_string()], None, Duration::from_secs(30))
+            .await;
+        assert!(
+            view.get(provider, id).is_some(),
+            "{provider}: {:?}",
+            view.lookup(provider, id)
+        );
+    }
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listeners_that_cannot_all_be_read_answer_under_on_error() {
+    let many: Vec<String> = (0..60)
+        .map(|i| format!("{{port: {}, protocol: TCP, owner: external}}", 10000 + i))
+        .collect();
+    let inv = format!(
+        "{INV}  - {{id: nlb-many, provider: alibaba, kind: nlb, addressType: intranet, vpcId: vpc-1, createdBy: user,\n     listeners: [{}]}}\n",
+        many.join(", ")
+    );
+    let Some(mock) = Mock::start(&inv).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    timeout: 3s\n    onError: deny\n    qps: 1000\n",
+        ),
+        &mock,
+    )
+    .await;
+    // Past the bound (the mock serves one listener a page): incomplete, never a silent cut.
+    let (allowed, text) = said(&s, Provider::Alibaba, "nlb-many").await;
+    assert!(
+        !allowed && text.contains("could not read all listeners of nlb-many: more than 50 pages"),
+        "{text}"
+    );
+    // A page token that never changes.
+    mock.fault(Some("loop"), 0.0).await;
+    let (allowed, text) = said(&s, Provider::Alibaba, "nlb-other-vpc").await;
+    assert!(
+        !allowed
+            && text.contains("could not read all listeners of nlb-other-vpc")
+            && text.contains("twice"),
+        "{text}"
+    );
+    let metrics = s.metrics_text().await;
+    assert!(metrics.contains("result=\"incomplete\""), "{metrics}");
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admission_without_a_rate_limit_token_is_answered_at_once() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    qps: 1\n    timeout: 1500ms\n",
+        ),
+        &mock,
+    )
+    .await;
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let (c, review) = (
+            s.client(),
+            create(Provider::Alibaba, "web", &format!("lb-new-{i}"), &[], 8080),
+        );
+        tasks.push(tokio::spawn(async move {
+            c.post("/validate", &review).await.review()
+        }));
+    }
+    let mut limited = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        let text = r.to_string();
+        assert!(!text.contains("no answer within"), "{text}");
+        limited += usize::from(text.contains("rate limit: lbguard's own request budget"));
+    }
+    assert!(limited >= 18, "{limited} of 20 were told \"rate limit\"");
+    let metrics = s.metrics_text().await;
+    let budget: u64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("lbguard_cloud_api_requests_total") && l.contains("result=\"budget\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(budget >= 18, "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_honours_the_cloud_timeout_and_on_error() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &mock.ca_pem).unwrap();
+    let manifest = dir.path().join("svc.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: shop\n  annotations:\n    service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id: lb-intranet\nspec:\n  type: LoadBalancer\n  ports: [{port: 80}]\n",
+    )
+    .unwrap();
+    mock.fault(Some("slow"), 6.0).await;
+    for (on, code) in [("deny", 1), ("allow", 0)] {
+        let config = dir.path().join(format!("{on}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                "provider: alibaba\ncluster:\n  id: c-own\n  vpcId: vpc-1\ninventory:\n  cloud:\n    region: {REGION}\n    endpoint: {}\n    timeout: 1000ms\n    onError: {on}\n",
+                mock.url
+            ),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            .args([
+                "check",
+                "--config",
+                config.to_str().unwrap(),
+                "--inventory-cloud",
+            ])
+            .arg(&manifest)
+            .env("SSL_CERT_FILE", &ca)
+            .env("ALIBABA_CLOUD_ACCESS_KEY_ID", AK)
+            .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", SK)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{on}: {text}");
+        if on == "deny" {
+            assert!(text.contains("no answer within 1000 ms"), "{text}");
+        }
+        // The 6 s answer is not waited for.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{on}: {:?}",
+            started.elapsed()
+        );
+    }
+    mock.fault(None, 0.0).await;
+}
