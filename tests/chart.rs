@@ -1085,6 +1085,11 @@ fn the_cloud_source_gets_its_config_and_the_secret_mounted_read_only() {
             json!({"provider": "alibaba", "inventory": {"cloud": {"onError": "retry"}}}),
             "onError",
         ),
+        // 3 s of cloud look-up + 2 s of claims + 1 s of margin does not fit in 5 s.
+        (
+            json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true, "existingSecret": "s", "timeout": "3s"}}}),
+            "does not fit in webhook.timeoutSeconds",
+        ),
     ] {
         let out = helm("render", &values);
         let err = out["error"]
