@@ -915,3 +915,56 @@ async fn check_honours_the_cloud_timeout_and_on_error() {
     }
     mock.fault(None, 0.0).await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_random_ids_leaves_a_bounded_cache_and_no_background_calls() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    qps: 10000\n    refresh: 1s\n    cacheSize: 300\n",
+        ),
+        &mock,
+    )
+    .await;
+    // 1,000 admissions, each naming an id nobody has, 8 at a time.
+    let mut next = 0;
+    while next < 1000 {
+        let mut tasks = Vec::new();
+        for i in next..next + 8 {
+            let (c, review) = (
+                s.client(),
+                create(Provider::Alibaba, "web", &format!("lb-rand-{i}"), &[], 8080),
+            );
+            tasks.push(tokio::spawn(async move {
+                c.post("/validate", &review).await.review()
+            }));
+        }
+        for t in tasks {
+            let r = t.await.unwrap();
+            assert_eq!(r["allowed"], false, "{r}");
+        }
+        next += 8;
+    }
+    let gauge = |m: &str| {
+        m.lines()
+            .find(|l| l.starts_with("lbguard_cloud_cache_load_balancers "))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap()
+    };
+    let cached = gauge(&s.metrics_text().await);
+    assert!(cached <= 300.0, "{cached} cached past the cap of 300");
+    // "Not found" is never read in the background: three refresh rounds, no calls.
+    mock.control("reset", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(
+        mock.calls("alibaba/DescribeLoadBalancerAttribute").await,
+        0,
+        "the refresh re-read ids nobody has"
+    );
+}
