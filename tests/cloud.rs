@@ -968,3 +968,55 @@ async fn a_flood_of_random_ids_leaves_a_bounded_cache_and_no_background_calls() 
         "the refresh re-read ids nobody has"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_the_outcome_and_a_vanished_listener_list_is_no_empty_one() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    // CTyun says "not found" inside an HTTP 200: counted as not_found, not ok.
+    let creds = creds_dir(Provider::Ctyun, AK, SK);
+    let s = server(
+        cloud_config(Provider::Ctyun, &mock, creds.path(), ""),
+        &mock,
+    )
+    .await;
+    let (allowed, text) = said(&s, Provider::Ctyun, "lb-typo").await;
+    assert!(!allowed && text.contains("[lb-exists]"), "{text}");
+    let m = s.metrics_text().await;
+    assert!(
+        m.contains(r#"lbguard_cloud_api_requests_total{provider="ctyun",operation="ShowLoadBalancer",result="not_found"} 1"#),
+        "{m}"
+    );
+    // Alibaba throttles with an HTTP 400: counted as throttled, not error.
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(Provider::Alibaba, &mock, creds.path(), "    timeout: 1s\n"),
+        &mock,
+    )
+    .await;
+    mock.fault(Some("throttle"), 0.0).await;
+    let (allowed, text) = said(&s, Provider::Alibaba, "lb-intranet").await;
+    assert!(allowed && text.contains("throttled"), "{text}");
+    let m = s.metrics_text().await;
+    assert!(
+        m.contains(r#"lbguard_cloud_api_requests_total{provider="alibaba",operation="DescribeLoadBalancerAttribute",result="throttled"} 1"#),
+        "{m}"
+    );
+    // Huawei's listener list answers "not found" for an ELB just read: no answer, not an
+    // ELB without listeners.
+    mock.fault(Some("listeners404"), 0.0).await;
+    let creds = creds_dir(Provider::Huawei, AK, SK);
+    let s = server(
+        cloud_config(Provider::Huawei, &mock, creds.path(), "    onError: deny\n"),
+        &mock,
+    )
+    .await;
+    let (allowed, text) = said(&s, Provider::Huawei, "elb-1").await;
+    assert!(
+        !allowed && text.contains("could not read all listeners of elb-1"),
+        "{text}"
+    );
+    mock.fault(None, 0.0).await;
+    mock.assert_clean().await;
+}

@@ -12,8 +12,9 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/state   {"loadBalancers": [...], "region", "clusterId", "projectId"}
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk"}                        the one key pair accepted
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop", "delay": s}
-                      html404: a proxy's HTML 404 page; loop: list pages repeat their token
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404", "delay": s}
+                      html404: a proxy's HTML 404 page; loop: list pages repeat their token;
+                      listeners404: Huawei's listener list answers "not found"
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
   POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
   GET  /_mock/calls   counts per operation, bad signatures, model failures
@@ -447,6 +448,9 @@ class Handler(BaseHTTPRequestHandler):
             check_huawei(body, "ShowLoadBalancerResponse", "v3")
             return self.reply(200, body)
         lb = find("huawei", q.get("loadbalancer_id"))
+        if STATE["fault"] == "listeners404":
+            return self.reply(404, {"error_code": "ELB.8904", "request_id": "r",
+                                    "error_msg": "listener list: loadbalancer could not be found"})
         items = self.huawei_listeners(lb)
         body = {"request_id": "r", "listeners": items,
                 "page_info": {"current_count": len(items)}}
