@@ -18,7 +18,9 @@ impl Cloud {
     /// One background round over `named` and the ids admissions asked for lately.
     pub async fn refresh_round(&self, named: &HashSet<String>) {
         let idle = self.refresh * UNUSED_REFRESHES;
-        let ids = self.cache.plan_round(named, self.now(), idle);
+        let mut ids = self.cache.plan_round(named, self.now(), idle);
+        // An id that cannot be one is never asked about, in the background either.
+        ids.retain(|id| super::valid_id(id));
         self.update_gauges();
         for id in ids {
             let mut backoff = Duration::from_millis(500);
