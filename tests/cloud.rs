@@ -1020,3 +1020,28 @@ async fn metrics_count_the_outcome_and_a_vanished_listener_list_is_no_empty_one(
     mock.fault(None, 0.0).await;
     mock.assert_clean().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stale_facts_gauge_moves_while_a_refresh_round_hangs() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(Provider::Alibaba, &mock, creds.path(), "    refresh: 1s\n"),
+        &mock,
+    )
+    .await;
+    let (allowed, text) = said(&s, Provider::Alibaba, "lb-intranet").await;
+    assert!(!allowed && text.contains("[address-type-match]"), "{text}");
+    // The cloud stops answering: the next round hangs on its first call.
+    mock.fault(Some("slow"), 30.0).await;
+    tokio::time::sleep(Duration::from_millis(7000)).await;
+    let m = s.metrics_text().await;
+    let age = m
+        .lines()
+        .find(|l| l.starts_with("lbguard_cloud_oldest_fact_age_seconds "))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap();
+    assert!(age >= 4.0, "the gauge stood still during the round: {age}");
+}
