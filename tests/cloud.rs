@@ -1045,3 +1045,110 @@ async fn the_stale_facts_gauge_moves_while_a_refresh_round_hangs() {
         .unwrap();
     assert!(age >= 4.0, "the gauge stood still during the round: {age}");
 }
+
+/// Every call the mock cloud answered since its last reset.
+async fn all_calls(mock: &Mock) -> u64 {
+    let calls = mock.control("calls", json!({})).await;
+    calls["byOperation"]
+        .as_object()
+        .map(|m| m.values().filter_map(Value::as_u64).sum())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_sharing_leases_make_the_calls_of_one() {
+    use lbguard::cloud::shard::Membership;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    mock.control("bulk", json!({"provider": "alibaba", "count": 60}))
+        .await;
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let cfg = lbguard::engine::parse_config(
+        &cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    qps: 10000\n    refresh: 60s\n",
+        ),
+        "t",
+    )
+    .unwrap();
+    let (base, offset) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let o = Arc::clone(&offset);
+    let clock: lbguard::cloud::Clock =
+        Arc::new(move || base + Duration::from_secs(o.load(Ordering::SeqCst)));
+    let replica = || {
+        lbguard::cloud::Cloud::with_clock(
+            Provider::Alibaba,
+            &cfg.inventory.cloud,
+            None,
+            lbguard::cloud::creds::CredStore::load(Provider::Alibaba, Some(creds.path())).unwrap(),
+            mock.ca_pem.as_bytes(),
+            Default::default(),
+            2,
+            Arc::clone(&clock),
+        )
+        .unwrap()
+    };
+    let named: std::collections::HashSet<String> =
+        (0..60).map(|i| format!("lb-bulk-{i}")).collect();
+
+    // One replica alone refreshes every load balancer.
+    mock.control("reset", json!({})).await;
+    replica().refresh_round(&named).await;
+    let one = all_calls(&mock).await;
+    assert!(
+        one >= 60,
+        "one replica made {one} calls for 60 load balancers"
+    );
+
+    // Two replicas that see each other's Leases split them.
+    mock.control("reset", json!({})).await;
+    let leases = lbguard::claims::memory::MemoryLeases::new();
+    let ma = Membership::new(leases.client(), "lbguard-system", "lbguard-a", "lbguard");
+    let mb = Membership::new(leases.client(), "lbguard-system", "lbguard-b", "lbguard");
+    ma.renew().await.unwrap();
+    let live = mb.renew().await.unwrap();
+    assert_eq!(live, vec!["lbguard-a", "lbguard-b"]);
+    let (a, b) = (replica(), replica());
+    a.shard().set(Some(("lbguard-a".into(), live.clone())));
+    b.shard().set(Some(("lbguard-b".into(), live)));
+    tokio::join!(a.refresh_round(&named), b.refresh_round(&named));
+    assert_eq!(
+        all_calls(&mock).await,
+        one,
+        "two replicas, one replica's calls"
+    );
+    let (na, nb) = (a.snapshot().len(), b.snapshot().len());
+    assert_eq!(na + nb, 60, "each load balancer read once: {na} + {nb}");
+    assert!(na >= 15 && nb >= 15, "an uneven split: {na} + {nb}");
+
+    // An admission on b for a load balancer a refreshes: asked once, cached for a refresh
+    // interval, then asked again (b's copy never grows older than that).
+    let theirs = named.iter().find(|id| !b.shard().owns(id)).unwrap();
+    let mine = named.iter().find(|id| b.shard().owns(id)).unwrap();
+    let soon = || Instant::now() + Duration::from_secs(5);
+    mock.control("reset", json!({})).await;
+    for _ in 0..3 {
+        assert!(matches!(
+            *b.get(theirs, soon(), false).await.unwrap(),
+            lbguard::cloud::Fact::Found(_)
+        ));
+    }
+    let asked = all_calls(&mock).await;
+    assert!(asked >= 1, "b asked the cloud about {theirs}");
+    offset.store(61, Ordering::SeqCst);
+    b.get(theirs, soon(), false).await.unwrap();
+    assert_eq!(
+        all_calls(&mock).await,
+        2 * asked,
+        "an old copy is asked again"
+    );
+    // Its own ones the refresh keeps: no call from an admission.
+    b.get(mine, soon(), false).await.unwrap();
+    assert_eq!(all_calls(&mock).await, 2 * asked);
+    mock.assert_clean().await;
+}

@@ -70,11 +70,13 @@ impl Cache {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    /// The fact an admission may use (a "not found" only while fresh), marked as used.
-    pub fn get(&self, id: &str, now: Instant) -> Option<Arc<Fact>> {
+    /// The fact an admission may use (a "not found" only while fresh, any fact only while
+    /// younger than `max_age`), marked as used.
+    pub fn get(&self, id: &str, now: Instant, max_age: Option<Duration>) -> Option<Arc<Fact>> {
         let mut inner = self.lock();
         let e = inner.map.get_mut(id)?;
-        if *e.fact == Fact::NotFound && now.saturating_duration_since(e.fetched) > NOT_FOUND_TTL {
+        let age = now.saturating_duration_since(e.fetched);
+        if (*e.fact == Fact::NotFound && age > NOT_FOUND_TTL) || max_age.is_some_and(|m| age > m) {
             return None;
         }
         e.used = now;
@@ -154,12 +156,13 @@ impl Cache {
         self.lock().map.len()
     }
 
-    /// The age of the oldest fact, in seconds.
-    pub fn oldest_age(&self, now: Instant) -> u64 {
+    /// The age of the oldest fact among the ids `mine` keeps fresh, in seconds.
+    pub fn oldest_age(&self, now: Instant, mine: impl Fn(&str) -> bool) -> u64 {
         self.lock()
             .map
-            .values()
-            .map(|e| now.saturating_duration_since(e.fetched).as_secs())
+            .iter()
+            .filter(|(id, _)| mine(id))
+            .map(|(_, e)| now.saturating_duration_since(e.fetched).as_secs())
             .max()
             .unwrap_or(0)
     }
@@ -231,10 +234,13 @@ mod tests {
         for id in ["a", "b", "c"] {
             c.put(id, found(id), t0, true);
         }
-        assert!(c.get("a", t0).is_some(), "a is used again");
+        assert!(c.get("a", t0, None).is_some(), "a is used again");
         assert_eq!(c.put("d", found("d"), t0, true), 3);
-        assert!(c.get("b", t0).is_none(), "b was the least recently used");
-        assert!(c.get("a", t0).is_some() && c.get("d", t0).is_some());
+        assert!(
+            c.get("b", t0, None).is_none(),
+            "b was the least recently used"
+        );
+        assert!(c.get("a", t0, None).is_some() && c.get("d", t0, None).is_some());
         for i in 0..10_000 {
             let id = format!("random-{i}");
             assert!(c.put(&id, Arc::new(Fact::NotFound), t0, true) <= 3);
@@ -248,9 +254,9 @@ mod tests {
         let c = Cache::new(10);
         c.put("gone", Arc::new(Fact::NotFound), t0, true);
         c.put("here", found("here"), t0, true);
-        assert!(c.get("gone", t0 + Duration::from_secs(5)).is_some());
+        assert!(c.get("gone", t0 + Duration::from_secs(5), None).is_some());
         assert!(
-            c.get("gone", t0 + NOT_FOUND_TTL + Duration::from_secs(1))
+            c.get("gone", t0 + NOT_FOUND_TTL + Duration::from_secs(1), None)
                 .is_none()
         );
         let named = HashSet::from(["gone".to_string(), "new".to_string()]);
@@ -267,7 +273,7 @@ mod tests {
         c.put("asked", found("asked"), t0, true);
         c.put("idle", found("idle"), t0, true);
         let t1 = t0 + Duration::from_secs(500);
-        assert!(c.get("asked", t1).is_some());
+        assert!(c.get("asked", t1, None).is_some());
         // A background read is not a use.
         c.put("idle", found("idle"), t1, false);
         let named = HashSet::from(["named".to_string()]);
@@ -275,5 +281,29 @@ mod tests {
         let ids = c.plan_round(&named, t2, idle);
         assert_eq!(ids, vec!["asked".to_string(), "named".to_string()]);
         assert_eq!(c.len(), 2);
+    }
+
+    #[test]
+    fn a_fact_older_than_the_bound_is_asked_again() {
+        let t0 = Instant::now();
+        let c = Cache::new(10);
+        c.put("theirs", found("theirs"), t0, true);
+        let bound = Some(Duration::from_secs(300));
+        assert!(
+            c.get("theirs", t0 + Duration::from_secs(299), bound)
+                .is_some()
+        );
+        assert!(
+            c.get("theirs", t0 + Duration::from_secs(301), bound)
+                .is_none()
+        );
+        assert!(
+            c.get("theirs", t0 + Duration::from_secs(301), None)
+                .is_some()
+        );
+        // The stale-facts gauge only looks at the ids this replica keeps fresh.
+        let later = t0 + Duration::from_secs(400);
+        assert_eq!(c.oldest_age(later, |_| true), 400);
+        assert_eq!(c.oldest_age(later, |id| id != "theirs"), 0);
     }
 }

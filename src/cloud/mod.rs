@@ -4,7 +4,8 @@
 //!   set of outcomes in `outcome`; `paging` follows lists to their end or says "incomplete".
 //! - `alibaba`, `ctyun`, `huawei`, `volcengine`: each cloud's requests and mappings only.
 //! - `bucket`: the rate limit; `cache`: bounded facts and one call in flight per id;
-//!   `refresh`: the background reads; `view`: what one admission sees.
+//!   `refresh`: the background reads; `shard`: which replica refreshes which id;
+//!   `view`: what one admission sees.
 //!
 //! An admission that names a load balancer not yet cached looks it up within
 //! `inventory.cloud.timeout`, or is answered at once when no token is left.
@@ -22,6 +23,7 @@ mod ctyun;
 mod huawei;
 mod paging;
 mod refresh;
+pub mod shard;
 mod view;
 mod volcengine;
 
@@ -148,6 +150,8 @@ pub struct Cloud {
     bucket: Bucket,
     cache: Cache,
     flights: Flights,
+    /// Which ids this replica refreshes (all, without a fleet).
+    shard: Arc<shard::Shard>,
     clock: Clock,
     /// Where the region comes from when the config does not say (the nodes' label).
     region_source: Mutex<Option<RegionSource>>,
@@ -216,6 +220,7 @@ impl Cloud {
             bucket: Bucket::new(f64::from(cfg.qps) / f64::from(replicas.max(1)), clock()),
             cache: Cache::new(cfg.cache_size as usize),
             flights: Flights::default(),
+            shard: Arc::default(),
             clock,
             region_source: Mutex::new(None),
             metrics,
@@ -228,6 +233,17 @@ impl Cloud {
 
     pub fn provider(&self) -> Provider {
         self.provider
+    }
+
+    /// Which ids this replica refreshes; the fleet's Leases keep it current.
+    pub fn shard(&self) -> &Arc<shard::Shard> {
+        &self.shard
+    }
+
+    /// How old a cached fact may be for an admission: another replica refreshes the ids
+    /// this one does not own, so those are asked again once older than a refresh.
+    fn max_age(&self, id: &str) -> Option<Duration> {
+        (!self.shard.owns(id)).then_some(self.refresh)
     }
 
     /// Reads the region from elsewhere (the cluster's nodes) when the config names none.
@@ -326,7 +342,7 @@ impl Cloud {
         if !valid_id(id) {
             return Ok(Arc::new(Fact::Invalid));
         }
-        if let Some(fact) = self.cache.get(id, self.now()) {
+        if let Some(fact) = self.cache.get(id, self.now(), self.max_age(id)) {
             return Ok(fact);
         }
         let budget = deadline.saturating_duration_since(Instant::now());

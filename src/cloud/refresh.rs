@@ -21,6 +21,8 @@ impl Cloud {
         let mut ids = self.cache.plan_round(named, self.now(), idle);
         // An id that cannot be one is never asked about, in the background either.
         ids.retain(|id| super::valid_id(id));
+        // Another replica refreshes the rest (admissions re-ask what gets old here).
+        ids.retain(|id| self.shard.owns(id));
         self.update_gauges();
         for id in ids {
             let mut backoff = Duration::from_millis(500);
@@ -49,7 +51,7 @@ impl Cloud {
         self.metrics.cached.set(self.cache.len() as i64);
         self.metrics
             .oldest_fact_age
-            .set(self.cache.oldest_age(self.now()) as i64);
+            .set(self.cache.oldest_age(self.now(), |id| self.shard.owns(id)) as i64);
     }
 
     /// Runs the refresh every `inventory.cloud.refresh`, for the ids `named` returns, and
