@@ -165,6 +165,37 @@ impl Inventory for Snapshot {
     }
 }
 
+/// What the rules read: the file first (its entries override the cloud's), then what the
+/// cloud said; with neither, nothing is configured.
+#[derive(Clone, Copy)]
+pub struct Layered<'a> {
+    file: Option<&'a Snapshot>,
+    cloud: Option<&'a dyn Inventory>,
+}
+
+/// The one choice between file and cloud, for admission, audit and check.
+pub fn choose<'a>(cloud: Option<&'a dyn Inventory>, file: Option<&'a Snapshot>) -> Layered<'a> {
+    Layered { file, cloud }
+}
+
+impl Inventory for Layered<'_> {
+    fn configured(&self) -> bool {
+        self.cloud.is_some() || self.file.is_some_and(|f| f.configured())
+    }
+
+    fn lookup(&self, provider: Provider, id: &str) -> Lookup<'_> {
+        if let Some(f) = self.file
+            && let Some(lb) = f.get(provider, id)
+        {
+            return Lookup::Found(lb);
+        }
+        match self.cloud {
+            Some(c) => c.lookup(provider, id),
+            None => Lookup::Unknown,
+        }
+    }
+}
+
 /// The inventory a server uses: the last good snapshot, swapped when the file changes.
 pub struct InventoryStore {
     path: PathBuf,

@@ -1182,6 +1182,33 @@ fn the_cloud_source_gets_its_config_and_the_secret_mounted_read_only() {
             .any(|e| e["name"] == "LBGUARD_REPLICAS" && e["value"] == "2"),
         "the replicas share inventory.cloud.qps: {env:?}"
     );
+    // ... and the refresh: a Lease each, in the release namespace, named after the pod.
+    assert!(
+        env.iter()
+            .any(|e| e["name"] == "LBGUARD_FLEET" && e["value"] == "lbguard"),
+        "{env:?}"
+    );
+    for (name, field) in [
+        ("POD_NAME", "metadata.name"),
+        ("POD_NAMESPACE", "metadata.namespace"),
+    ] {
+        let e = env.iter().find(|e| e["name"] == name).unwrap();
+        assert_eq!(e["valueFrom"]["fieldRef"]["fieldPath"], field, "{name}");
+    }
+    let no_claims = render(json!({
+        "provider": "huawei",
+        "config": {"claims": {"enabled": false}},
+        "inventory": {"cloud": {"enabled": true, "existingSecret": "s", "region": "r"}}
+    }));
+    let role: Role = no_claims.one("Role");
+    assert_eq!(role.metadata.namespace.as_deref(), Some("lbguard-system"));
+    let rule = &role.rules.unwrap()[0];
+    assert_eq!(rule.resources.as_deref(), Some(&["leases".to_string()][..]));
+    assert_eq!(
+        rule.verbs,
+        ["get", "list", "watch", "create", "update", "delete"]
+    );
+    assert_eq!(no_claims.kind("RoleBinding").len(), 1);
     // The address type default can come from the cloud: the mutating webhook is there.
     assert_eq!(r.kind("MutatingWebhookConfiguration").len(), 1);
     // Without a Secret, or without a provider, the install fails with the reason.
@@ -1197,6 +1224,11 @@ fn the_cloud_source_gets_its_config_and_the_secret_mounted_read_only() {
         (
             json!({"provider": "alibaba", "inventory": {"cloud": {"onError": "retry"}}}),
             "onError",
+        ),
+        // 3 s of cloud look-up + 2 s of claims + 1 s of margin does not fit in 5 s.
+        (
+            json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true, "existingSecret": "s", "timeout": "3s"}}}),
+            "does not fit in webhook.timeoutSeconds",
         ),
     ] {
         let out = helm("render", &values);

@@ -189,7 +189,8 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
             })
             .collect();
         assert!(ids.len() >= 2, "{provider}: {ids:?}");
-        let view = cloud.view(&ids, None).await;
+        // In bulk, as the CLI reads: waiting for tokens within the budget.
+        let view = cloud.view_all(&ids, None, Duration::from_secs(30)).await;
         let mut normalized = Vec::new();
         for id in &ids {
             let want = sorted(expressible(file.get(provider, id).unwrap()));
@@ -214,7 +215,11 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
             .into_boxed_str(),
         ))
         .await;
-        let with_cloud = server(cloud_config(provider, &mock, creds.path(), ""), &mock).await;
+        let with_cloud = server(
+            cloud_config(provider, &mock, creds.path(), "    qps: 100\n"),
+            &mock,
+        )
+        .await;
         let mut cases = Vec::new();
         for id in &ids {
             for port in [80, 443, 8443, 30000, 8080] {
@@ -682,5 +687,468 @@ async fn a_shared_elb_only_the_v2_api_knows_is_read_there() {
     ));
     // v3 first, then v2, for each id.
     assert_eq!(mock.calls("huawei/ShowLoadBalancer").await, 4);
+    mock.assert_clean().await;
+}
+
+/// An answer of one Service naming `id` through `s`: (allowed, warnings and message joined).
+async fn said(s: &TestServer, provider: Provider, id: &str) -> (bool, String) {
+    let (allowed, warnings, message) = warned(s, &create(provider, "web", id, &[], 8080)).await;
+    (allowed, format!("{message} | {}", warnings.join(" | ")))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_html_404_is_an_error_and_never_a_missing_load_balancer() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    mock.fault(Some("html404"), 0.0).await;
+    for provider in ALL {
+        let creds = creds_dir(provider, AK, SK);
+        let extra = "    timeout: 1s\n    onError: deny\n";
+        let s = server(cloud_config(provider, &mock, creds.path(), extra), &mock).await;
+        let (allowed, text) = said(&s, provider, "lb-behind-a-proxy").await;
+        assert!(!allowed, "{provider}: {text}");
+        assert!(
+            text.contains("HTTP 404 with a text/html body")
+                && text.contains("check inventory.cloud.endpoint")
+                && text.contains("inventory.cloud.onError: deny")
+                && !text.contains("names no load balancer"),
+            "{provider}: {text}"
+        );
+        let metrics = s.metrics_text().await;
+        assert!(
+            metrics.contains(&format!(
+                "lbguard_cloud_api_requests_total{{provider=\"{provider}\",operation="
+            )) && metrics.contains("result=\"bad_endpoint\"} 1"),
+            "{provider}: {metrics}"
+        );
+        // An id that cannot be one: denied by lb-exists without a call.
+        let (allowed, text) = said(&s, provider, "lb-1/../x").await;
+        assert!(
+            !allowed
+                && text.contains("[lb-exists]")
+                && text.contains("not a valid load balancer id"),
+            "{provider}: {text}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_endpoint_with_a_path_prefix_is_called_under_it() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    mock.control("prefix", json!({"prefix": "/cloud-api"}))
+        .await;
+    let ids = [
+        (Provider::Ctyun, "lb-user-intranet"),
+        (Provider::Alibaba, "nlb-other-vpc"),
+        (Provider::Huawei, "elb-1"),
+        (Provider::Volcengine, "nlb-user"),
+    ];
+    for (provider, id) in ids {
+        let creds = creds_dir(provider, AK, SK);
+        let mut cfg =
+            lbguard::engine::parse_config(&cloud_config(provider, &mock, creds.path(), ""), "t")
+                .unwrap();
+        cfg.inventory.cloud.endpoint = Some(format!("{}/cloud-api/", mock.url));
+        let cloud = lbguard::cloud::Cloud::new(
+            provider,
+            &cfg.inventory.cloud,
+            Some("c-own".into()),
+            lbguard::cloud::creds::CredStore::load(provider, Some(creds.path())).unwrap(),
+            mock.ca_pem.as_bytes(),
+            Default::default(),
+            1,
+        )
+        .unwrap();
+        let view = cloud
+            .view_all(&[id.to_string()], None, Duration::from_secs(30))
+            .await;
+        assert!(
+            view.get(provider, id).is_some(),
+            "{provider}: {:?}",
+            view.lookup(provider, id)
+        );
+    }
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn listeners_that_cannot_all_be_read_answer_under_on_error() {
+    let many: Vec<String> = (0..60)
+        .map(|i| format!("{{port: {}, protocol: TCP, owner: external}}", 10000 + i))
+        .collect();
+    let inv = format!(
+        "{INV}  - {{id: nlb-many, provider: alibaba, kind: nlb, addressType: intranet, vpcId: vpc-1, createdBy: user,\n     listeners: [{}]}}\n",
+        many.join(", ")
+    );
+    let Some(mock) = Mock::start(&inv).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    timeout: 3s\n    onError: deny\n    qps: 1000\n",
+        ),
+        &mock,
+    )
+    .await;
+    // Past the bound (the mock serves one listener a page): incomplete, never a silent cut.
+    let (allowed, text) = said(&s, Provider::Alibaba, "nlb-many").await;
+    assert!(
+        !allowed && text.contains("could not read all listeners of nlb-many: more than 50 pages"),
+        "{text}"
+    );
+    // A page token that never changes.
+    mock.fault(Some("loop"), 0.0).await;
+    let (allowed, text) = said(&s, Provider::Alibaba, "nlb-other-vpc").await;
+    assert!(
+        !allowed
+            && text.contains("could not read all listeners of nlb-other-vpc")
+            && text.contains("twice"),
+        "{text}"
+    );
+    let metrics = s.metrics_text().await;
+    assert!(metrics.contains("result=\"incomplete\""), "{metrics}");
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_admission_without_a_rate_limit_token_is_answered_at_once() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    qps: 1\n    timeout: 1500ms\n",
+        ),
+        &mock,
+    )
+    .await;
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let (c, review) = (
+            s.client(),
+            create(Provider::Alibaba, "web", &format!("lb-new-{i}"), &[], 8080),
+        );
+        tasks.push(tokio::spawn(async move {
+            c.post("/validate", &review).await.review()
+        }));
+    }
+    let mut limited = 0;
+    for t in tasks {
+        let r = t.await.unwrap();
+        let text = r.to_string();
+        assert!(!text.contains("no answer within"), "{text}");
+        limited += usize::from(text.contains("rate limit: lbguard's own request budget"));
+    }
+    assert!(limited >= 18, "{limited} of 20 were told \"rate limit\"");
+    let metrics = s.metrics_text().await;
+    let budget: u64 = metrics
+        .lines()
+        .filter(|l| {
+            l.starts_with("lbguard_cloud_api_requests_total") && l.contains("result=\"budget\"")
+        })
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<u64>().ok())
+        .sum();
+    assert!(budget >= 18, "{metrics}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn check_honours_the_cloud_timeout_and_on_error() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &mock.ca_pem).unwrap();
+    let manifest = dir.path().join("svc.yaml");
+    std::fs::write(
+        &manifest,
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: web\n  namespace: shop\n  annotations:\n    service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id: lb-intranet\nspec:\n  type: LoadBalancer\n  ports: [{port: 80}]\n",
+    )
+    .unwrap();
+    mock.fault(Some("slow"), 6.0).await;
+    for (on, code) in [("deny", 1), ("allow", 0)] {
+        let config = dir.path().join(format!("{on}.yaml"));
+        std::fs::write(
+            &config,
+            format!(
+                "provider: alibaba\ncluster:\n  id: c-own\n  vpcId: vpc-1\ninventory:\n  cloud:\n    region: {REGION}\n    endpoint: {}\n    timeout: 1000ms\n    onError: {on}\n",
+                mock.url
+            ),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let out = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            .args([
+                "check",
+                "--config",
+                config.to_str().unwrap(),
+                "--inventory-cloud",
+            ])
+            .arg(&manifest)
+            .env("SSL_CERT_FILE", &ca)
+            .env("ALIBABA_CLOUD_ACCESS_KEY_ID", AK)
+            .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", SK)
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(out.status.code(), Some(code), "{on}: {text}");
+        if on == "deny" {
+            assert!(text.contains("no answer within 1000 ms"), "{text}");
+        }
+        // The 6 s answer is not waited for.
+        assert!(
+            started.elapsed() < Duration::from_secs(5),
+            "{on}: {:?}",
+            started.elapsed()
+        );
+    }
+    mock.fault(None, 0.0).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_flood_of_random_ids_leaves_a_bounded_cache_and_no_background_calls() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    qps: 10000\n    refresh: 1s\n    cacheSize: 300\n",
+        ),
+        &mock,
+    )
+    .await;
+    // 1,000 admissions, each naming an id nobody has, 8 at a time.
+    let mut next = 0;
+    while next < 1000 {
+        let mut tasks = Vec::new();
+        for i in next..next + 8 {
+            let (c, review) = (
+                s.client(),
+                create(Provider::Alibaba, "web", &format!("lb-rand-{i}"), &[], 8080),
+            );
+            tasks.push(tokio::spawn(async move {
+                c.post("/validate", &review).await.review()
+            }));
+        }
+        for t in tasks {
+            let r = t.await.unwrap();
+            assert_eq!(r["allowed"], false, "{r}");
+        }
+        next += 8;
+    }
+    let gauge = |m: &str| {
+        m.lines()
+            .find(|l| l.starts_with("lbguard_cloud_cache_load_balancers "))
+            .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+            .unwrap()
+    };
+    let cached = gauge(&s.metrics_text().await);
+    assert!(cached <= 300.0, "{cached} cached past the cap of 300");
+    // "Not found" is never read in the background: three refresh rounds, no calls.
+    mock.control("reset", json!({})).await;
+    tokio::time::sleep(Duration::from_millis(3500)).await;
+    assert_eq!(
+        mock.calls("alibaba/DescribeLoadBalancerAttribute").await,
+        0,
+        "the refresh re-read ids nobody has"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_count_the_outcome_and_a_vanished_listener_list_is_no_empty_one() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    // CTyun says "not found" inside an HTTP 200: counted as not_found, not ok.
+    let creds = creds_dir(Provider::Ctyun, AK, SK);
+    let s = server(
+        cloud_config(Provider::Ctyun, &mock, creds.path(), ""),
+        &mock,
+    )
+    .await;
+    let (allowed, text) = said(&s, Provider::Ctyun, "lb-typo").await;
+    assert!(!allowed && text.contains("[lb-exists]"), "{text}");
+    let m = s.metrics_text().await;
+    assert!(
+        m.contains(r#"lbguard_cloud_api_requests_total{provider="ctyun",operation="ShowLoadBalancer",result="not_found"} 1"#),
+        "{m}"
+    );
+    // Alibaba throttles with an HTTP 400: counted as throttled, not error.
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(Provider::Alibaba, &mock, creds.path(), "    timeout: 1s\n"),
+        &mock,
+    )
+    .await;
+    mock.fault(Some("throttle"), 0.0).await;
+    let (allowed, text) = said(&s, Provider::Alibaba, "lb-intranet").await;
+    assert!(allowed && text.contains("throttled"), "{text}");
+    let m = s.metrics_text().await;
+    assert!(
+        m.contains(r#"lbguard_cloud_api_requests_total{provider="alibaba",operation="DescribeLoadBalancerAttribute",result="throttled"} 1"#),
+        "{m}"
+    );
+    // Huawei's listener list answers "not found" for an ELB just read: no answer, not an
+    // ELB without listeners.
+    mock.fault(Some("listeners404"), 0.0).await;
+    let creds = creds_dir(Provider::Huawei, AK, SK);
+    let s = server(
+        cloud_config(Provider::Huawei, &mock, creds.path(), "    onError: deny\n"),
+        &mock,
+    )
+    .await;
+    let (allowed, text) = said(&s, Provider::Huawei, "elb-1").await;
+    assert!(
+        !allowed && text.contains("could not read all listeners of elb-1"),
+        "{text}"
+    );
+    mock.fault(None, 0.0).await;
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_stale_facts_gauge_moves_while_a_refresh_round_hangs() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let s = server(
+        cloud_config(Provider::Alibaba, &mock, creds.path(), "    refresh: 1s\n"),
+        &mock,
+    )
+    .await;
+    let (allowed, text) = said(&s, Provider::Alibaba, "lb-intranet").await;
+    assert!(!allowed && text.contains("[address-type-match]"), "{text}");
+    // The cloud stops answering: the next round hangs on its first call.
+    mock.fault(Some("slow"), 30.0).await;
+    tokio::time::sleep(Duration::from_millis(7000)).await;
+    let m = s.metrics_text().await;
+    let age = m
+        .lines()
+        .find(|l| l.starts_with("lbguard_cloud_oldest_fact_age_seconds "))
+        .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .unwrap();
+    assert!(age >= 4.0, "the gauge stood still during the round: {age}");
+}
+
+/// Every call the mock cloud answered since its last reset.
+async fn all_calls(mock: &Mock) -> u64 {
+    let calls = mock.control("calls", json!({})).await;
+    calls["byOperation"]
+        .as_object()
+        .map(|m| m.values().filter_map(Value::as_u64).sum())
+        .unwrap_or(0)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_replicas_sharing_leases_make_the_calls_of_one() {
+    use lbguard::cloud::shard::Membership;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    mock.control("bulk", json!({"provider": "alibaba", "count": 60}))
+        .await;
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let cfg = lbguard::engine::parse_config(
+        &cloud_config(
+            Provider::Alibaba,
+            &mock,
+            creds.path(),
+            "    qps: 10000\n    refresh: 60s\n",
+        ),
+        "t",
+    )
+    .unwrap();
+    let (base, offset) = (Instant::now(), Arc::new(AtomicU64::new(0)));
+    let o = Arc::clone(&offset);
+    let clock: lbguard::cloud::Clock =
+        Arc::new(move || base + Duration::from_secs(o.load(Ordering::SeqCst)));
+    let replica = || {
+        lbguard::cloud::Cloud::with_clock(
+            Provider::Alibaba,
+            &cfg.inventory.cloud,
+            None,
+            lbguard::cloud::creds::CredStore::load(Provider::Alibaba, Some(creds.path())).unwrap(),
+            mock.ca_pem.as_bytes(),
+            Default::default(),
+            2,
+            Arc::clone(&clock),
+        )
+        .unwrap()
+    };
+    let named: std::collections::HashSet<String> =
+        (0..60).map(|i| format!("lb-bulk-{i}")).collect();
+
+    // One replica alone refreshes every load balancer.
+    mock.control("reset", json!({})).await;
+    replica().refresh_round(&named).await;
+    let one = all_calls(&mock).await;
+    assert!(
+        one >= 60,
+        "one replica made {one} calls for 60 load balancers"
+    );
+
+    // Two replicas that see each other's Leases split them.
+    mock.control("reset", json!({})).await;
+    let leases = lbguard::claims::memory::MemoryLeases::new();
+    let ma = Membership::new(leases.client(), "lbguard-system", "lbguard-a", "lbguard");
+    let mb = Membership::new(leases.client(), "lbguard-system", "lbguard-b", "lbguard");
+    ma.renew().await.unwrap();
+    let live = mb.renew().await.unwrap();
+    assert_eq!(live, vec!["lbguard-a", "lbguard-b"]);
+    let (a, b) = (replica(), replica());
+    a.shard().set(Some(("lbguard-a".into(), live.clone())));
+    b.shard().set(Some(("lbguard-b".into(), live)));
+    tokio::join!(a.refresh_round(&named), b.refresh_round(&named));
+    assert_eq!(
+        all_calls(&mock).await,
+        one,
+        "two replicas, one replica's calls"
+    );
+    let (na, nb) = (a.snapshot().len(), b.snapshot().len());
+    assert_eq!(na + nb, 60, "each load balancer read once: {na} + {nb}");
+    assert!(na >= 15 && nb >= 15, "an uneven split: {na} + {nb}");
+
+    // An admission on b for a load balancer a refreshes: asked once, cached for a refresh
+    // interval, then asked again (b's copy never grows older than that).
+    let theirs = named.iter().find(|id| !b.shard().owns(id)).unwrap();
+    let mine = named.iter().find(|id| b.shard().owns(id)).unwrap();
+    let soon = || Instant::now() + Duration::from_secs(5);
+    mock.control("reset", json!({})).await;
+    for _ in 0..3 {
+        assert!(matches!(
+            *b.get(theirs, soon(), false).await.unwrap(),
+            lbguard::cloud::Fact::Found(_)
+        ));
+    }
+    let asked = all_calls(&mock).await;
+    assert!(asked >= 1, "b asked the cloud about {theirs}");
+    offset.store(61, Ordering::SeqCst);
+    b.get(theirs, soon(), false).await.unwrap();
+    assert_eq!(
+        all_calls(&mock).await,
+        2 * asked,
+        "an old copy is asked again"
+    );
+    // Its own ones the refresh keeps: no call from an admission.
+    b.get(mine, soon(), false).await.unwrap();
+    assert_eq!(all_calls(&mock).await, 2 * asked);
     mock.assert_clean().await;
 }

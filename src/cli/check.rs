@@ -53,6 +53,11 @@ pub struct CheckArgs {
     /// The cloud region for --inventory-cloud (overrides inventory.cloud.region).
     #[arg(long, requires = "inventory_cloud")]
     pub region: Option<String>,
+    /// How long --inventory-cloud waits for the cloud, all load balancers together
+    /// (default: inventory.cloud.timeout; raise it for CI). What the cloud cannot answer in
+    /// time follows inventory.cloud.onError.
+    #[arg(long, value_name = "DURATION", requires = "inventory_cloud", value_parser = cloud_budget)]
+    pub cloud_timeout: Option<std::time::Duration>,
     /// Existing objects (Services, Nodes, Ingresses; `kubectl get svc,nodes,ingresses -A -o
     /// yaml`) for the cluster rules.
     #[arg(long = "cluster-state", value_name = "FILE")]
@@ -429,7 +434,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .collect();
         ids.sort();
         ids.dedup();
-        match super::inventory::fetch(&cloud, &ids, inventory.take().map(Arc::new)) {
+        let budget = args
+            .cloud_timeout
+            .unwrap_or(config.inventory.cloud.timeout.0);
+        match super::inventory::fetch(&cloud, &ids, inventory.take().map(Arc::new), budget) {
             Ok(v) => Some(v),
             Err(e) => {
                 eprintln!("lbguard check: {e}");
@@ -439,7 +447,13 @@ pub fn run(args: CheckArgs) -> ExitCode {
     } else {
         None
     };
-    let inventory = crate::cloud::inventory_of(view.as_ref(), inventory.as_ref());
+    let file = view.as_ref().and_then(|v| v.file_arc());
+    let inventory = crate::inventory::choose(
+        view.as_ref()
+            .map(|v| v as &dyn crate::vocab::ctx::Inventory),
+        file.as_deref().or(inventory.as_ref()),
+    );
+    let inventory = &inventory;
     let old_loaded = load(&args.old);
     let mut errors = old_loaded.errors;
     let old: HashMap<(String, String), Service> = old_loaded
@@ -582,4 +596,11 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         summary.warned,
         summary.skipped
     );
+}
+
+fn cloud_budget(s: &str) -> Result<std::time::Duration, String> {
+    match crate::vocab::duration::parse_duration(s)? {
+        d if d.is_zero() => Err("must be more than 0".into()),
+        d => Ok(d),
+    }
 }

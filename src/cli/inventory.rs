@@ -69,17 +69,21 @@ pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, St
     .map_err(|e| format!("{e:#}"))
 }
 
-/// Asks the cloud about every id at once.
+/// Asks the cloud about every id at once, within `budget` (nothing runs on after it).
 pub fn fetch(
     cloud: &Arc<Cloud>,
     ids: &[String],
     file: Option<Arc<Snapshot>>,
+    budget: Duration,
 ) -> Result<View, String> {
     let runtime = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    Ok(runtime.block_on(cloud.view_all(ids, file, CLI_BUDGET)))
+    let view = runtime.block_on(cloud.view_all(ids, file, budget));
+    // The calls still running are cut off here, not waited for.
+    runtime.shutdown_background();
+    Ok(view)
 }
 
 /// The inventory file `dump` prints.
@@ -124,7 +128,7 @@ fn dump(args: DumpArgs) -> ExitCode {
     if ids.is_empty() {
         return fail("no load balancer ids: give --id or manifests whose Services name one".into());
     }
-    let view = match fetch(&cloud, &ids, None) {
+    let view = match fetch(&cloud, &ids, None, CLI_BUDGET) {
         Ok(v) => v,
         Err(e) => return fail(e),
     };

@@ -16,8 +16,11 @@
 
 use serde_json::Value;
 
+use super::outcome::{CloudError, Reply, by_status, describe};
+use super::paging::Pager;
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, non_empty, status_error};
+use super::transport::{Call, text};
+use super::{Fact, non_empty};
 use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -52,42 +55,50 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     }
 }
 
+/// Maps one answer: errors are `Code` and `Message`, throttling and credential errors
+/// often in an HTTP 400.
+pub(crate) fn classify(status: u16, body: &Value) -> Reply {
+    if status < 300 {
+        return Reply::Ok(body.clone());
+    }
+    let code = text(body, &["Code"]);
+    let message = text(body, &["Message"]);
+    if NOT_FOUND.contains(&code) {
+        return Reply::NotFound;
+    }
+    let what = describe(status, code, message);
+    Reply::Fail(if code.starts_with("Throttling") {
+        CloudError::Throttled(what)
+    } else if AUTH.contains(&code) {
+        CloudError::Auth(what)
+    } else {
+        by_status(status, code, message)
+    })
+}
+
 /// One RPC action; `None` when the load balancer does not exist.
 async fn rpc(
     call: &Call<'_>,
     product: &str,
-    version: &str,
+    version: &'static str,
     action: &'static str,
     mut query: Vec<(String, String)>,
 ) -> Result<Option<Value>, CloudError> {
-    let (base, host) = call.base(format!("https://{product}.{}.aliyuncs.com", call.region))?;
     query.push(("RegionId".into(), call.region.to_string()));
-    let mut req = Req {
+    let req = Req {
         method: "POST",
-        host,
         path: "/".into(),
         query,
         ..Default::default()
     };
-    sign::alibaba(&mut req, &call.creds, &call.stamp(), action, version);
-    let answer = call.send(action, &base, &req).await?;
-    let body = answer.body()?;
-    if answer.status < 300 {
-        return Ok(Some(body));
-    }
-    let code = body["Code"].as_str().unwrap_or_default();
-    let message = call.scrub(body["Message"].as_str().unwrap_or_default());
-    if NOT_FOUND.contains(&code) {
-        return Ok(None);
-    }
-    let what = format!("HTTP {} {code}: {message}", answer.status);
-    if code.starts_with("Throttling") {
-        return Err(CloudError::Throttled(what));
-    }
-    if AUTH.contains(&code) {
-        return Err(CloudError::Auth(what));
-    }
-    Err(status_error(answer.status, code, &message))
+    call.request(
+        action,
+        || format!("https://{product}.{}.aliyuncs.com", call.region),
+        req,
+        |r, c, s| sign::alibaba(r, c, s, action, version),
+        classify,
+    )
+    .await
 }
 
 fn tags(list: &Value) -> Vec<(String, String)> {
@@ -234,9 +245,6 @@ async fn clb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
     Ok(Fact::Found(lb))
 }
 
-/// Listener pages read at most (100 listeners each: far past any quota).
-const MAX_PAGES: usize = 10;
-
 async fn nlb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
     let query = vec![("LoadBalancerId".into(), id.to_string())];
     let Some(attrs) = rpc(call, "nlb", NLB_VERSION, "GetLoadBalancerAttribute", query).await?
@@ -244,17 +252,18 @@ async fn nlb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
         return Ok(Fact::NotFound);
     };
     let mut lb = new_lb(id, LbKind::Nlb, &attrs);
-    let mut token = String::new();
-    for _ in 0..MAX_PAGES {
+    let mut pager = Pager::new(format!("listeners of {id}"));
+    let mut token: Option<String> = None;
+    loop {
         let mut query = vec![
             ("LoadBalancerIds.1".to_string(), id.to_string()),
             ("MaxResults".to_string(), "100".to_string()),
         ];
-        if !token.is_empty() {
-            query.push(("NextToken".into(), token.clone()));
+        if let Some(t) = &token {
+            query.push(("NextToken".into(), t.clone()));
         }
         let Some(page) = rpc(call, "nlb", NLB_VERSION, "ListListeners", query).await? else {
-            return Ok(Fact::NotFound);
+            return Err(pager.vanished());
         };
         for l in page["Listeners"].as_array().into_iter().flatten() {
             listener(
@@ -266,8 +275,8 @@ async fn nlb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
                 call.cluster_id(),
             );
         }
-        token = page["NextToken"].as_str().unwrap_or_default().to_string();
-        if token.is_empty() {
+        token = pager.next(page["NextToken"].as_str().unwrap_or_default())?;
+        if token.is_none() {
             break;
         }
     }
@@ -283,6 +292,33 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    #[test]
+    fn only_documented_codes_are_not_found_and_400s_are_classified() {
+        use serde_json::json;
+        let err = |code: &str| json!({"Code": code, "Message": "m", "RequestId": "r"});
+        assert_eq!(
+            classify(404, &err("InvalidLoadBalancerId.NotFound")),
+            Reply::NotFound
+        );
+        assert!(matches!(
+            classify(400, &err("Throttling.User")),
+            Reply::Fail(CloudError::Throttled(_))
+        ));
+        assert!(matches!(
+            classify(400, &err("SignatureDoesNotMatch")),
+            Reply::Fail(CloudError::Auth(_))
+        ));
+        // An invalid page token is not a credentials problem.
+        assert!(matches!(
+            classify(400, &err("IllegalParam.NextToken")),
+            Reply::Fail(CloudError::Other(_))
+        ));
+        assert!(matches!(
+            classify(404, &err("InvalidAction.NotFound")),
+            Reply::Fail(CloudError::Other(_))
+        ));
     }
 
     #[test]

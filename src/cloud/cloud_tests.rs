@@ -1,48 +1,5 @@
 use super::*;
-
-#[tokio::test]
-async fn the_bucket_gives_qps_tokens_and_refuses_past_the_deadline() {
-    // A slow bucket (a token every 10 s), so a stalled test host cannot refill it.
-    let b = Bucket::new(0.1);
-    let far = Some(Instant::now() + Duration::from_secs(60));
-    assert!(b.take(far).await, "a burst of one");
-    let soon = Instant::now() + Duration::from_millis(100);
-    assert!(!b.take(Some(soon)).await, "no second token within 100 ms");
-    let b = Bucket::new(2.0);
-    assert!(b.take(far).await && b.take(far).await);
-    let start = Instant::now();
-    assert!(b.take(far).await);
-    assert!(
-        start.elapsed() >= Duration::from_millis(400),
-        "{:?}",
-        start.elapsed()
-    );
-    // The background leaves half the burst to admissions.
-    let b = Bucket::new(4.0);
-    assert!(b.take(None).await && b.take(None).await);
-    let start = Instant::now();
-    assert!(
-        b.take(None).await,
-        "waits for a third token above the reserve"
-    );
-    assert!(
-        start.elapsed() >= Duration::from_millis(200),
-        "{:?}",
-        start.elapsed()
-    );
-    let now = Some(Instant::now() + Duration::from_millis(1));
-    assert!(b.take(now).await, "admissions use the reserve");
-    // Five replicas sharing 2 qps: one token at first, the next 2.5 s later.
-    let shared = Bucket::new(2.0 / 5.0);
-    assert!(shared.take(None).await);
-    let start = Instant::now();
-    assert!(shared.take(None).await);
-    assert!(
-        start.elapsed() >= Duration::from_millis(2400),
-        "{:?}",
-        start.elapsed()
-    );
-}
+use crate::vocab::ctx::{Inventory, Lookup};
 
 fn lb(id: &str) -> LoadBalancer {
     LoadBalancer {
@@ -59,7 +16,7 @@ fn lb(id: &str) -> LoadBalancer {
 }
 
 #[test]
-fn the_file_overrides_the_cloud_and_errors_are_unavailable() {
+fn the_view_says_what_the_cloud_said_and_the_file_wins_in_the_inventory() {
     let file = Snapshot::parse(
         "loadBalancers:\n  - {id: lb-1, provider: alibaba, vpcId: vpc-file}\n",
         "f.yaml",
@@ -73,50 +30,65 @@ fn the_file_overrides_the_cloud_and_errors_are_unavailable() {
             "lb-4".to_string(),
             Err("HTTP 503 ServiceUnavailable".to_string()),
         ),
+        ("a/b".to_string(), Ok(Arc::new(Fact::Invalid))),
     ]);
-    let v = View::fixed(Provider::Alibaba, "cn-beijing", Some(Arc::new(file)), facts);
+    let v = View::fixed(Provider::Alibaba, "cn-beijing", None, facts);
+    let inv = crate::inventory::choose(Some(&v), Some(&file));
     assert_eq!(
-        v.get(Provider::Alibaba, "lb-1").unwrap().vpc_id.as_deref(),
+        inv.get(Provider::Alibaba, "lb-1")
+            .unwrap()
+            .vpc_id
+            .as_deref(),
         Some("vpc-file")
     );
     assert_eq!(
-        v.get(Provider::Alibaba, "lb-2").unwrap().vpc_id.as_deref(),
+        v.get(Provider::Alibaba, "lb-1").unwrap().vpc_id.as_deref(),
+        Some("vpc-cloud"),
+        "the view itself holds only the cloud's facts"
+    );
+    assert_eq!(
+        inv.get(Provider::Alibaba, "lb-2")
+            .unwrap()
+            .vpc_id
+            .as_deref(),
         Some("vpc-cloud")
     );
     assert_eq!(
-        v.lookup(Provider::Alibaba, "lb-3"),
+        inv.lookup(Provider::Alibaba, "lb-3"),
         Lookup::NotFound {
             region: "cn-beijing"
         }
     );
     assert_eq!(
-        v.lookup(Provider::Alibaba, "lb-4"),
+        inv.lookup(Provider::Alibaba, "lb-4"),
         Lookup::Unavailable("HTTP 503 ServiceUnavailable")
     );
-    assert_eq!(v.lookup(Provider::Alibaba, "lb-5"), Lookup::Unknown);
-    assert_eq!(v.lookup(Provider::Ctyun, "lb-2"), Lookup::Unknown);
+    assert_eq!(inv.lookup(Provider::Alibaba, "a/b"), Lookup::Invalid);
+    assert_eq!(inv.lookup(Provider::Alibaba, "lb-5"), Lookup::Unknown);
+    assert_eq!(inv.lookup(Provider::Ctyun, "lb-2"), Lookup::Unknown);
 }
 
 #[test]
-fn status_errors_are_classified() {
-    assert!(matches!(
-        status_error(429, "x", ""),
-        CloudError::Throttled(_)
-    ));
-    assert!(matches!(status_error(403, "x", ""), CloudError::Auth(_)));
-    assert!(matches!(status_error(502, "x", ""), CloudError::Server(_)));
-    assert!(matches!(status_error(400, "x", "m"), CloudError::Other(m) if m == "HTTP 400 x: m"));
-}
-
-#[test]
-fn a_missing_key_is_not_a_missing_load_balancer() {
-    assert!(load_balancer_missing(404, ""));
-    assert!(load_balancer_missing(400, "InvalidLoadBalancer.NotFound"));
-    assert!(load_balancer_missing(200, "Elb.LoadBalancer.NotFound"));
-    assert!(!load_balancer_missing(404, "InvalidAccessKey.NotFound"));
-    assert!(!load_balancer_missing(400, "InvalidAccessKeyId.NotFound"));
-    assert!(!load_balancer_missing(400, "InvalidSecurityToken.NotFound"));
-    assert!(!load_balancer_missing(500, "InternalError"));
-    assert!(about_credentials("SignatureDoesNotMatch"));
-    assert!(!about_credentials("Throttling.User"));
+fn ids_of_impossible_shape_are_refused() {
+    for ok in [
+        "lb-2ze7abc",
+        "nlb-x.y",
+        "1f0d2a3c-aaaa-bbbb-cccc-0123456789ab",
+        "elb_1",
+    ] {
+        assert!(valid_id(ok), "{ok}");
+    }
+    let long = "a".repeat(129);
+    for bad in [
+        "",
+        "a/b",
+        "lb 1",
+        "lb-1?x",
+        "../x",
+        "lb-%2F",
+        long.as_str(),
+        "负载",
+    ] {
+        assert!(!valid_id(bad), "{bad}");
+    }
 }

@@ -62,15 +62,60 @@ fn read_opt(dir: &Path, name: &str) -> Result<Option<String>, CredsError> {
 
 impl Creds {
     pub fn from_dir(dir: &Path, provider: Provider) -> Result<Self, CredsError> {
+        Self::from_dir_observed(dir, provider, &|_| {})
+    }
+
+    /// Reads every file from one version of a Secret volume: the kubelet swaps `..data` to
+    /// a new directory at once, so the files are read under the directory it points to,
+    /// and read again if it moved meanwhile (an old key id never pairs with a new secret).
+    /// `after` is called after each file (tests swap the volume there).
+    fn from_dir_observed(
+        dir: &Path,
+        provider: Provider,
+        after: &dyn Fn(&str),
+    ) -> Result<Self, CredsError> {
+        let data = dir.join("..data");
+        let mut last = None;
+        for _ in 0..5 {
+            let before = std::fs::read_link(&data).ok();
+            let base = match &before {
+                Some(target) => dir.join(target),
+                None => dir.to_path_buf(),
+            };
+            let read = Self::read_files(&base, dir, provider, after);
+            if std::fs::read_link(&data).ok() == before {
+                return read;
+            }
+            last = Some(read);
+        }
+        last.unwrap_or_else(|| {
+            Err(CredsError::Missing(format!(
+                "{} keeps changing",
+                dir.display()
+            )))
+        })
+    }
+
+    fn read_files(
+        base: &Path,
+        dir: &Path,
+        provider: Provider,
+        after: &dyn Fn(&str),
+    ) -> Result<Self, CredsError> {
         let [id, secret, token, project] = FILES;
         let need = |name: &str, v: Option<String>| {
             v.ok_or_else(|| CredsError::Missing(format!("{} has no file {name}", dir.display())))
         };
+        let read = |name: &str| {
+            let v = read_opt(base, name);
+            after(name);
+            v
+        };
         let c = Self {
-            access_key_id: need(id, read_opt(dir, id)?)?,
-            access_key_secret: need(secret, read_opt(dir, secret)?)?,
-            security_token: read_opt(dir, token)?,
-            project_id: read_opt(dir, project)?,
+            access_key_id: need(id, read(id)?)?,
+            access_key_secret: need(secret, read(secret)?)?,
+            security_token: read(token)?,
+            project_id: read(project)?,
         };
         c.check(provider, &format!("{}/{project}", dir.display()))
     }
@@ -231,6 +276,41 @@ mod tests {
         let e = store.reload().unwrap_err().to_string();
         assert!(e.contains("accessKeySecret"), "{e}");
         assert_eq!(store.get().access_key_secret, "secret-2");
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_volume_swapped_mid_read_never_mixes_versions() {
+        use std::os::unix::fs::symlink;
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        for (v, id, secret) in [
+            ("..v1", "AKID-OLD", "old-secret"),
+            ("..v2", "AKID-NEW", "new-secret"),
+        ] {
+            std::fs::create_dir(d.join(v)).unwrap();
+            std::fs::write(d.join(v).join("accessKeyId"), id).unwrap();
+            std::fs::write(d.join(v).join("accessKeySecret"), secret).unwrap();
+        }
+        symlink("..v1", d.join("..data")).unwrap();
+        for f in ["accessKeyId", "accessKeySecret"] {
+            symlink(format!("..data/{f}"), d.join(f)).unwrap();
+        }
+        // The kubelet swaps ..data right after the key id was read.
+        let swap = |name: &str| {
+            if name == "accessKeyId"
+                && std::fs::read_link(d.join("..data")).unwrap() == Path::new("..v1")
+            {
+                symlink("..v2", d.join("..data.tmp")).unwrap();
+                std::fs::rename(d.join("..data.tmp"), d.join("..data")).unwrap();
+            }
+        };
+        let c = Creds::from_dir_observed(d, Provider::Alibaba, &swap).unwrap();
+        let pair = (c.access_key_id.as_str(), c.access_key_secret.as_str());
+        assert!(
+            pair == ("AKID-OLD", "old-secret") || pair == ("AKID-NEW", "new-secret"),
+            "{pair:?}"
+        );
     }
 
     #[test]

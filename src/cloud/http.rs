@@ -11,78 +11,18 @@ use hyper_util::rt::TokioExecutor;
 use rustls::pki_types::CertificateDer;
 use rustls::pki_types::pem::PemObject;
 
+use super::outcome::CloudError;
 use super::sign::Req;
 
 /// A cloud answer larger than this is refused (a load balancer with its listeners is a few KiB).
 const MAX_BODY: usize = 4 << 20;
 
-/// Why a look-up gave no facts. Messages carry the cloud's error code and status, never a
-/// credential.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum CloudError {
-    #[error("no answer within {0} ms")]
-    Timeout(u128),
-    #[error("the API throttled lbguard ({0})")]
-    Throttled(String),
-    #[error("the API failed ({0})")]
-    Server(String),
-    #[error("the API refused lbguard's credentials ({0}); check the Secret and its permissions")]
-    Auth(String),
-    #[error(
-        "lbguard's own request budget (inventory.cloud.qps) is used up for this admission's time budget"
-    )]
-    Budget,
-    #[error("cannot reach the API: {0}")]
-    Connect(String),
-    #[error("{0}")]
-    Other(String),
-}
-
-impl CloudError {
-    /// The `result` label of `lbguard_cloud_api_requests_total`.
-    pub fn label(&self) -> &'static str {
-        match self {
-            CloudError::Timeout(_) => "timeout",
-            CloudError::Throttled(_) => "throttled",
-            CloudError::Server(_) => "server_error",
-            CloudError::Auth(_) => "auth_error",
-            CloudError::Budget => "budget",
-            CloudError::Connect(_) => "connect_error",
-            CloudError::Other(_) => "error",
-        }
-    }
-
-    /// Worth a retry by the background refresh.
-    pub fn transient(&self) -> bool {
-        !matches!(self, CloudError::Auth(_) | CloudError::Other(_))
-    }
-}
-
-/// One answer: the HTTP status and the body.
+/// One answer: the HTTP status, its content type and the body.
 #[derive(Debug, Clone)]
 pub struct Answer {
     pub status: u16,
+    pub content_type: String,
     pub body: Bytes,
-}
-
-impl Answer {
-    /// The body of a success, which must be JSON; of an error, whatever JSON it has (a
-    /// gateway's HTML page reads as null, and the status classifies it).
-    pub fn body(&self) -> Result<serde_json::Value, CloudError> {
-        match self.json() {
-            Err(e) if self.status < 300 => Err(e),
-            r => Ok(r.unwrap_or_default()),
-        }
-    }
-
-    pub fn json(&self) -> Result<serde_json::Value, CloudError> {
-        serde_json::from_slice(&self.body).map_err(|e| {
-            CloudError::Other(format!(
-                "HTTP {}: the answer is not JSON ({e})",
-                self.status
-            ))
-        })
-    }
 }
 
 #[derive(Clone)]
@@ -135,14 +75,15 @@ impl Http {
         Ok(Self { client })
     }
 
-    /// Sends a signed request to `base` (`https://host[:port]`) within `budget`.
+    /// Sends a signed request to `base` (`https://host[:port]`) within `budget`: the path and
+    /// query exactly as signed.
     pub async fn send(
         &self,
         base: &str,
         req: &Req,
         budget: Duration,
     ) -> Result<Answer, CloudError> {
-        let query = req.query_string();
+        let query = req.sent_query();
         let uri = if query.is_empty() {
             format!("{base}{}", req.path)
         } else {
@@ -166,12 +107,22 @@ impl Http {
                 .await
                 .map_err(|e| CloudError::Connect(connect_cause(&e)))?;
             let status = resp.status().as_u16();
+            let content_type = resp
+                .headers()
+                .get(hyper::header::CONTENT_TYPE)
+                .and_then(|v| v.to_str().ok())
+                .unwrap_or_default()
+                .to_string();
             let body = Limited::new(resp.into_body(), MAX_BODY)
                 .collect()
                 .await
                 .map_err(|e| CloudError::Connect(format!("reading the answer: {e}")))?
                 .to_bytes();
-            Ok(Answer { status, body })
+            Ok(Answer {
+                status,
+                content_type,
+                body,
+            })
         };
         tokio::time::timeout(budget, call)
             .await
@@ -186,38 +137,4 @@ fn connect_cause(e: &(dyn std::error::Error + 'static)) -> String {
         cause = next;
     }
     cause.to_string()
-}
-
-/// Parses `https://host[:port]` into the base and the Host header's value.
-pub fn base_and_host(url: &str) -> Result<(String, String), String> {
-    let rest = url
-        .strip_prefix("https://")
-        .ok_or_else(|| format!("\"{url}\" is not an https URL"))?;
-    let authority = rest.split('/').next().unwrap_or_default();
-    if authority.is_empty() {
-        return Err(format!("\"{url}\" names no host"));
-    }
-    Ok((format!("https://{authority}"), authority.to_string()))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn base_and_host_keep_the_port() {
-        assert_eq!(
-            base_and_host("https://127.0.0.1:8443/x").unwrap(),
-            ("https://127.0.0.1:8443".into(), "127.0.0.1:8443".into())
-        );
-        assert!(base_and_host("http://a").is_err());
-        assert!(base_and_host("https://").is_err());
-    }
-
-    #[test]
-    fn only_credential_problems_are_not_retried() {
-        assert!(CloudError::Throttled("x".into()).transient());
-        assert!(CloudError::Timeout(1).transient());
-        assert!(!CloudError::Auth("x".into()).transient());
-    }
 }

@@ -15,52 +15,74 @@
 
 use serde_json::Value;
 
+use super::outcome::{CloudError, Reply, by_status, describe};
+use super::paging::Pager;
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, non_empty, status_error, text};
+use super::transport::{Call, text};
+use super::{Fact, non_empty};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
 const THROTTLED: &[&str] = &["APIGW.0308", "ELB.8902"];
+/// The documented "no such load balancer" of ELB v3 and of the shared ELB's v2 API.
+const NOT_FOUND: &[&str] = &["ELB.8904", "ELB.1101"];
+const AUTH: &[&str] = &[
+    "APIGW.0301",
+    "APIGW.0303",
+    "APIGW.0305",
+    "APIGW.0306",
+    "APIGW.0307",
+];
+/// The gateway's "no such API": a wrong endpoint or path, not a missing ELB.
+const NO_API: &str = "APIGW.0101";
 
-/// `None` on 404.
+/// Maps one answer: errors are `error_code` and `error_msg` (or under `error`).
+pub(crate) fn classify(status: u16, body: &Value) -> Reply {
+    if status < 300 {
+        return Reply::Ok(body.clone());
+    }
+    let err = if body["error"].is_object() {
+        &body["error"]
+    } else {
+        body
+    };
+    let code = text(err, &["error_code", "code"]);
+    let message = text(err, &["error_msg", "message"]);
+    if NOT_FOUND.contains(&code) {
+        return Reply::NotFound;
+    }
+    let what = describe(status, code, message);
+    Reply::Fail(if THROTTLED.contains(&code) {
+        CloudError::Throttled(what)
+    } else if code == NO_API {
+        CloudError::BadEndpoint(what)
+    } else if AUTH.contains(&code) {
+        CloudError::Auth(what)
+    } else {
+        by_status(status, code, message)
+    })
+}
+
 async fn get(
     call: &Call<'_>,
     operation: &'static str,
     path: String,
     query: Vec<(String, String)>,
 ) -> Result<Option<Value>, CloudError> {
-    let (base, host) = call.base(format!("https://elb.{}.myhuaweicloud.com", call.region))?;
-    let mut req = Req {
+    let req = Req {
         method: "GET",
-        host,
         path,
         query,
         ..Default::default()
     };
-    sign::huawei(&mut req, &call.creds, &call.stamp());
-    let answer = call.send(operation, &base, &req).await?;
-    let body = answer.body()?;
-    if answer.status < 300 {
-        return Ok(Some(body));
-    }
-    let err = if body["error"].is_object() {
-        &body["error"]
-    } else {
-        &body
-    };
-    let code = text(err, &["error_code", "code"]);
-    let message = call.scrub(text(err, &["error_msg", "message"]));
-    // The API gateway's own 404 (APIGW.*) is a wrong endpoint or path, not a missing ELB.
-    if answer.status == 404 && !code.starts_with("APIGW.") {
-        return Ok(None);
-    }
-    if THROTTLED.contains(&code) {
-        return Err(CloudError::Throttled(format!(
-            "HTTP {} {code}: {message}",
-            answer.status
-        )));
-    }
-    Err(status_error(answer.status, code, &message))
+    call.request(
+        operation,
+        || format!("https://elb.{}.myhuaweicloud.com", call.region),
+        req,
+        sign::huawei,
+        classify,
+    )
+    .await
 }
 
 fn project(call: &Call<'_>) -> Result<String, CloudError> {
@@ -80,9 +102,6 @@ fn created_by(lb: &Value) -> CreatedBy {
     }
 }
 
-/// Listener pages read at most.
-const MAX_PAGES: usize = 10;
-
 async fn listeners(
     call: &Call<'_>,
     version: &str,
@@ -90,18 +109,19 @@ async fn listeners(
     id: &str,
     lb: &mut LoadBalancer,
 ) -> Result<(), CloudError> {
-    let mut marker = String::new();
-    for _ in 0..MAX_PAGES {
+    let mut pager = Pager::new(format!("listeners of {id}"));
+    let mut marker: Option<String> = None;
+    loop {
         let mut query = vec![
             ("loadbalancer_id".to_string(), id.to_string()),
             ("limit".to_string(), "100".to_string()),
         ];
-        if !marker.is_empty() {
-            query.push(("marker".into(), marker.clone()));
+        if let Some(m) = &marker {
+            query.push(("marker".into(), m.clone()));
         }
         let path = format!("/{version}/{project}/elb/listeners");
         let Some(page) = get(call, "ListListeners", path, query).await? else {
-            return Ok(());
+            return Err(pager.vanished());
         };
         let list = page["listeners"].as_array().cloned().unwrap_or_default();
         for l in &list {
@@ -111,11 +131,11 @@ async fn listeners(
                 "external".into(),
             ));
         }
-        marker = page["page_info"]["next_marker"]
+        let next = page["page_info"]["next_marker"]
             .as_str()
-            .unwrap_or_default()
-            .to_string();
-        if marker.is_empty() || list.is_empty() {
+            .unwrap_or_default();
+        marker = pager.next(if list.is_empty() { "" } else { next })?;
+        if marker.is_none() {
             break;
         }
     }
@@ -169,6 +189,26 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_documented_codes_are_not_found() {
+        use serde_json::json;
+        let err = |code: &str| json!({"error_code": code, "error_msg": "m", "request_id": "r"});
+        assert_eq!(classify(404, &err("ELB.8904")), Reply::NotFound);
+        // The gateway's own 404 (a wrong path), or a bare one, is no answer about the ELB.
+        assert!(matches!(
+            classify(404, &err("APIGW.0101")),
+            Reply::Fail(CloudError::BadEndpoint(_))
+        ));
+        assert!(matches!(
+            classify(404, &json!({"error": "no such API"})),
+            Reply::Fail(CloudError::Other(_))
+        ));
+        assert!(matches!(
+            classify(429, &err("APIGW.0308")),
+            Reply::Fail(CloudError::Throttled(_))
+        ));
+    }
 
     #[test]
     fn ccm_made_load_balancers_are_told_by_name_or_description() {

@@ -1,24 +1,34 @@
 //! Load balancer facts from the provider's own API (`inventory.cloud`), read-only.
 //!
-//! Facts are cached per load balancer id. A background task reads again, every
-//! `inventory.cloud.refresh`, every load balancer a cached Service names, so admissions
-//! almost never wait. An admission that names a load balancer not yet seen looks it up
-//! within `inventory.cloud.timeout`; concurrent admissions for one id share one call; a token
-//! bucket (`inventory.cloud.qps`) caps all calls. Background calls retry with backoff,
-//! admission calls do not. The file inventory's entries override the cloud's.
+//! - `transport`: one way to call every cloud (token, sign, send, classify) into the closed
+//!   set of outcomes in `outcome`; `paging` follows lists to their end or says "incomplete".
+//! - `alibaba`, `ctyun`, `huawei`, `volcengine`: each cloud's requests and mappings only.
+//! - `bucket`: the rate limit; `cache`: bounded facts and one call in flight per id;
+//!   `refresh`: the background reads; `shard`: which replica refreshes which id;
+//!   `view`: what one admission sees.
+//!
+//! An admission that names a load balancer not yet cached looks it up within
+//! `inventory.cloud.timeout`, or is answered at once when no token is left.
 
 pub mod creds;
 pub mod http;
+pub mod outcome;
 pub mod sign;
+pub mod transport;
 
 mod alibaba;
+mod bucket;
+mod cache;
 mod ctyun;
 mod huawei;
+mod paging;
+mod refresh;
+pub mod shard;
+mod view;
 mod volcengine;
 
-use std::collections::{HashMap, HashSet};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use prometheus_client::encoding::EncodeLabelSet;
@@ -26,33 +36,29 @@ use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
 use prometheus_client::metrics::gauge::Gauge;
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
-use tokio::sync::watch;
 
 use crate::inventory::Snapshot;
 use crate::vocab::config::CloudConfig;
-use crate::vocab::ctx::{Inventory, Lookup};
-use crate::vocab::lb::{Listener, LoadBalancer};
+use crate::vocab::ctx::Inventory;
+use crate::vocab::lb::LoadBalancer;
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
-use creds::{CredStore, Creds};
-pub use http::CloudError;
-use http::{Answer, Http};
-use sign::{Req, Stamp};
+use bucket::Bucket;
+use cache::{Cache, Flights};
+use creds::CredStore;
+use http::Http;
+pub use outcome::CloudError;
+use transport::{Call, Endpoint, Tokens};
+pub use view::{INVALID_ID, View};
 
 /// What the cloud said of one id.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Fact {
     Found(LoadBalancer),
     NotFound,
+    /// The id cannot name a load balancer: not asked about.
+    Invalid,
 }
-
-/// A "not found" is asked again this soon by an admission: the user who just created the
-/// load balancer at the cloud retries at once.
-const NOT_FOUND_TTL: Duration = Duration::from_secs(15);
-/// One call may take this long in the background (admissions have their own budget).
-const BACKGROUND_BUDGET: Duration = Duration::from_secs(10);
-/// Ids no Service names and no admission asked for are dropped after this many refreshes.
-const UNUSED_REFRESHES: u32 = 2;
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ApiLabels {
@@ -92,159 +98,13 @@ impl Default for CloudMetrics {
     }
 }
 
-#[derive(Debug)]
-struct Entry {
-    fact: Arc<Fact>,
-    fetched: Instant,
-    /// Refresh rounds since a Service or an admission last named it (an admission resets
-    /// it under the read lock).
-    unused: AtomicU32,
-}
-
-type Pending = watch::Receiver<Option<Result<Arc<Fact>, CloudError>>>;
-
-/// A token bucket: `qps` tokens a second, as many in a burst (at least one).
-#[derive(Debug)]
-struct Bucket {
-    qps: f64,
-    burst: f64,
-    state: Mutex<(f64, Instant)>,
-}
-
-impl Bucket {
-    fn new(qps: f64) -> Self {
-        let qps = qps.max(0.01);
-        let burst = qps.max(1.0);
-        Self {
-            qps,
-            burst,
-            state: Mutex::new((burst, Instant::now())),
-        }
-    }
-
-    /// Takes a token, waiting for one until `until`. Without a deadline (the background
-    /// refresh) it leaves half the burst to admissions, so a long refresh round does not
-    /// make a new Service's look-up wait.
-    async fn take(&self, until: Option<Instant>) -> bool {
-        let reserve = if until.is_none() {
-            (self.burst / 2.0).floor()
-        } else {
-            0.0
-        };
-        loop {
-            let wait = {
-                let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
-                let now = Instant::now();
-                s.0 = (s.0 + now.duration_since(s.1).as_secs_f64() * self.qps).min(self.burst);
-                s.1 = now;
-                if s.0 >= 1.0 + reserve {
-                    s.0 -= 1.0;
-                    return true;
-                }
-                Duration::from_secs_f64((1.0 + reserve - s.0) / self.qps)
-            };
-            if until.is_some_and(|u| Instant::now() + wait > u) {
-                return false;
-            }
-            tokio::time::sleep(wait).await;
-        }
-    }
-}
-
-/// What a provider module calls to reach its API.
-pub(crate) struct Call<'a> {
-    cloud: &'a Cloud,
-    pub region: &'a str,
-    pub creds: Arc<Creds>,
-    /// The admission's deadline; `None` in the background.
-    deadline: Option<Instant>,
-}
-
-impl Call<'_> {
-    pub fn cluster_id(&self) -> Option<&str> {
-        self.cloud.cluster_id.as_deref()
-    }
-
-    /// The endpoint override, or the provider's public endpoint for `service`.
-    pub fn base(&self, public: String) -> Result<(String, String), CloudError> {
-        let url = self.cloud.endpoint.clone().unwrap_or(public);
-        http::base_and_host(&url).map_err(CloudError::Other)
-    }
-
-    pub fn stamp(&self) -> Stamp {
-        Stamp::now()
-    }
-
-    /// Sends one signed request, under the token bucket and the time budget.
-    pub async fn send(
-        &self,
-        operation: &'static str,
-        base: &str,
-        req: &Req,
-    ) -> Result<Answer, CloudError> {
-        let cloud = self.cloud;
-        let labels = |result| ApiLabels {
-            provider: cloud.provider.as_str(),
-            operation,
-            result,
-        };
-        if !cloud.bucket.take(self.deadline).await {
-            cloud
-                .metrics
-                .requests
-                .get_or_create(&labels("budget"))
-                .inc();
-            return Err(CloudError::Budget);
-        }
-        let budget = match self.deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => BACKGROUND_BUDGET,
-        };
-        let started = Instant::now();
-        let result = cloud.http.send(base, req, budget).await;
-        cloud
-            .metrics
-            .latency
-            .get_or_create(&OperationLabels {
-                provider: cloud.provider.as_str(),
-                operation,
-            })
-            .observe(started.elapsed().as_secs_f64());
-        let label = match &result {
-            Ok(a) if a.status < 300 => "ok",
-            Ok(a) if a.status == 404 => "not_found",
-            Ok(a) if a.status == 429 => "throttled",
-            Ok(a) if a.status == 401 || a.status == 403 => "auth_error",
-            Ok(a) if a.status >= 500 => "server_error",
-            Ok(_) => "error",
-            Err(e) => e.label(),
-        };
-        cloud.metrics.requests.get_or_create(&labels(label)).inc();
-        result
-    }
-
-    /// The cloud's message, without anything of the credentials, shortened.
-    pub fn scrub(&self, message: &str) -> String {
-        let mut m: String = message.chars().take(200).collect();
-        for secret in [
-            Some(&self.creds.access_key_id),
-            Some(&self.creds.access_key_secret),
-            self.creds.security_token.as_ref(),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|s| !s.is_empty())
-        {
-            m = m.replace(secret.as_str(), "***");
-        }
-        m
-    }
-}
-
-/// The first of `keys` that holds a string in `v` ("" when none does): the clouds name their
-/// error fields differently from one API to the next.
-pub(crate) fn text<'a>(v: &'a serde_json::Value, keys: &[&str]) -> &'a str {
-    keys.iter().find_map(|k| v[*k].as_str()).unwrap_or_default()
+/// Whether `id` can name a load balancer at all: every cloud's ids are short runs of
+/// letters, digits, `-`, `_` and `.`. Anything else is answered without a call.
+pub fn valid_id(id: &str) -> bool {
+    (1..=128).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
 }
 
 /// A listener from an answer's port (a number, or a number in a string) and protocol;
@@ -253,13 +113,13 @@ pub(crate) fn listener(
     port: &serde_json::Value,
     protocol: &serde_json::Value,
     owner: String,
-) -> Option<Listener> {
+) -> Option<crate::vocab::lb::Listener> {
     let port = port
         .as_u64()
         .or_else(|| port.as_str().and_then(|p| p.parse().ok()))
         .and_then(|p| u16::try_from(p).ok())
         .filter(|p| *p > 0)?;
-    Some(Listener {
+    Some(crate::vocab::lb::Listener {
         port,
         protocol: protocol.as_str().unwrap_or("TCP").to_ascii_uppercase(),
         owner,
@@ -271,63 +131,28 @@ pub(crate) fn non_empty(v: &serde_json::Value) -> Option<String> {
     v.as_str().filter(|s| !s.is_empty()).map(String::from)
 }
 
-/// Whether an error code says that credentials, not the load balancer, are the problem
-/// (`InvalidAccessKey.NotFound` is about the key).
-pub(crate) fn about_credentials(code: &str) -> bool {
-    let c = code.to_ascii_lowercase();
-    [
-        "accesskey",
-        "signature",
-        "credential",
-        "token",
-        "unauthorized",
-        "authoriz",
-    ]
-    .iter()
-    .any(|w| c.contains(w))
-}
-
-/// Whether an error says that the load balancer does not exist: a 404, or a "not found"
-/// code, unless the code is about the credentials.
-pub(crate) fn load_balancer_missing(status: u16, code: &str) -> bool {
-    if about_credentials(code) {
-        return false;
-    }
-    let c = code.to_ascii_lowercase();
-    status == 404 || c.contains("notfound") || c.contains("not_found")
-}
-
-/// Classifies an HTTP status the provider module did not handle itself.
-pub(crate) fn status_error(status: u16, code: &str, message: &str) -> CloudError {
-    let what = if message.is_empty() {
-        format!("HTTP {status} {code}")
-    } else {
-        format!("HTTP {status} {code}: {message}")
-    };
-    match status {
-        429 => CloudError::Throttled(what),
-        401 | 403 => CloudError::Auth(what),
-        s if s >= 500 => CloudError::Server(what),
-        _ => CloudError::Other(what),
-    }
-}
-
 /// Where the region comes from when the config names none.
 pub type RegionSource = Arc<dyn Fn() -> Option<String> + Send + Sync>;
+
+/// The clock the cache and the bucket read (tests pass their own).
+pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
 
 /// The cloud source: one per server, shared by every admission.
 pub struct Cloud {
     provider: Provider,
     region: Option<String>,
-    endpoint: Option<String>,
+    endpoint: Option<Endpoint>,
     cluster_id: Option<String>,
     timeout: Duration,
     refresh: Duration,
     http: Http,
     creds: Arc<CredStore>,
     bucket: Bucket,
-    cache: RwLock<HashMap<String, Entry>>,
-    pending: Mutex<HashMap<String, Pending>>,
+    cache: Cache,
+    flights: Flights,
+    /// Which ids this replica refreshes (all, without a fleet).
+    shard: Arc<shard::Shard>,
+    clock: Clock,
     /// Where the region comes from when the config does not say (the nodes' label).
     region_source: Mutex<Option<RegionSource>>,
     pub metrics: CloudMetrics,
@@ -353,25 +178,72 @@ impl Cloud {
         metrics: CloudMetrics,
         replicas: u32,
     ) -> anyhow::Result<Arc<Self>> {
+        Self::with_clock(
+            provider,
+            cfg,
+            cluster_id,
+            creds,
+            extra_roots,
+            metrics,
+            replicas,
+            Arc::new(Instant::now),
+        )
+    }
+
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_clock(
+        provider: Provider,
+        cfg: &CloudConfig,
+        cluster_id: Option<String>,
+        creds: Arc<CredStore>,
+        extra_roots: &[u8],
+        metrics: CloudMetrics,
+        replicas: u32,
+        clock: Clock,
+    ) -> anyhow::Result<Arc<Self>> {
+        let endpoint = match &cfg.endpoint {
+            None => None,
+            Some(url) => Some(
+                Endpoint::parse(url)
+                    .map_err(|e| anyhow::anyhow!("inventory.cloud.endpoint: {e}"))?,
+            ),
+        };
         Ok(Arc::new(Self {
             provider,
             region: cfg.region.clone(),
-            endpoint: cfg.endpoint.clone(),
+            endpoint,
             cluster_id,
             timeout: cfg.timeout.0,
             refresh: cfg.refresh.0,
             http: Http::new(extra_roots)?,
             creds,
-            bucket: Bucket::new(f64::from(cfg.qps) / f64::from(replicas.max(1))),
-            cache: RwLock::new(HashMap::new()),
-            pending: Mutex::new(HashMap::new()),
+            bucket: Bucket::new(f64::from(cfg.qps) / f64::from(replicas.max(1)), clock()),
+            cache: Cache::new(cfg.cache_size as usize),
+            flights: Flights::default(),
+            shard: Arc::default(),
+            clock,
             region_source: Mutex::new(None),
             metrics,
         }))
     }
 
+    fn now(&self) -> Instant {
+        (self.clock)()
+    }
+
     pub fn provider(&self) -> Provider {
         self.provider
+    }
+
+    /// Which ids this replica refreshes; the fleet's Leases keep it current.
+    pub fn shard(&self) -> &Arc<shard::Shard> {
+        &self.shard
+    }
+
+    /// How old a cached fact may be for an admission: another replica refreshes the ids
+    /// this one does not own, so those are asked again once older than a refresh.
+    fn max_age(&self, id: &str) -> Option<Duration> {
+        (!self.shard.owns(id)).then_some(self.refresh)
     }
 
     /// Reads the region from elsewhere (the cluster's nodes) when the config names none.
@@ -403,16 +275,28 @@ impl Cloud {
     }
 
     /// The facts for an admission: cached, or looked up within `inventory.cloud.timeout`.
+    /// Ids the file knows are not asked about.
+    /// Without a token left, the answer is "rate limit" at once.
     pub async fn view(self: &Arc<Self>, ids: &[String], file: Option<Arc<Snapshot>>) -> View {
-        self.view_all(ids, file, self.timeout).await
+        self.collect(ids, file, self.timeout, false).await
     }
 
-    /// Every id at once, within `budget`.
+    /// Every id at once, within `budget`, waiting for tokens within it (the CLI).
     pub async fn view_all(
         self: &Arc<Self>,
         ids: &[String],
         file: Option<Arc<Snapshot>>,
         budget: Duration,
+    ) -> View {
+        self.collect(ids, file, budget, true).await
+    }
+
+    async fn collect(
+        self: &Arc<Self>,
+        ids: &[String],
+        file: Option<Arc<Snapshot>>,
+        budget: Duration,
+        patient: bool,
     ) -> View {
         let deadline = Instant::now() + budget;
         let wanted: Vec<&String> = ids
@@ -422,7 +306,9 @@ impl Cloud {
                     .is_none_or(|f| f.get(self.provider, id).is_none())
             })
             .collect();
-        let got = futures::future::join_all(wanted.iter().map(|id| self.get(id, deadline))).await;
+        let got =
+            futures::future::join_all(wanted.iter().map(|id| self.get(id, deadline, patient)))
+                .await;
         let facts: HashMap<String, Result<Arc<Fact>, String>> = wanted
             .into_iter()
             .cloned()
@@ -446,16 +332,21 @@ impl Cloud {
     }
 
     /// The cached fact, or one call shared by every admission that asks meanwhile.
+    /// `patient`: wait for a rate-limit token until `deadline` instead of failing at once.
     pub async fn get(
         self: &Arc<Self>,
         id: &str,
         deadline: Instant,
+        patient: bool,
     ) -> Result<Arc<Fact>, CloudError> {
-        if let Some(fact) = self.cached(id) {
+        if !valid_id(id) {
+            return Ok(Arc::new(Fact::Invalid));
+        }
+        if let Some(fact) = self.cache.get(id, self.now(), self.max_age(id)) {
             return Ok(fact);
         }
         let budget = deadline.saturating_duration_since(Instant::now());
-        let mut rx = self.start(id, deadline);
+        let mut rx = self.start(id, deadline, patient);
         let wait = async {
             loop {
                 if let Some(r) = rx.borrow_and_update().clone() {
@@ -468,66 +359,46 @@ impl Cloud {
         };
         match tokio::time::timeout_at(deadline.into(), wait).await {
             Ok(r) => r,
-            Err(_) => Err(CloudError::Timeout(budget.as_millis())),
+            // The budget as configured (a few microseconds went to getting here).
+            Err(_) => Err(CloudError::Timeout(budget.as_micros().div_ceil(1000))),
         }
-    }
-
-    fn cached(&self, id: &str) -> Option<Arc<Fact>> {
-        let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
-        let e = cache.get(id)?;
-        if *e.fact == Fact::NotFound && e.fetched.elapsed() > NOT_FOUND_TTL {
-            return None;
-        }
-        e.unused.store(0, Ordering::Relaxed);
-        Some(Arc::clone(&e.fact))
     }
 
     /// Joins the call in flight for `id`, or starts one. The call runs to its end even when
     /// every admission waiting on it gave up: the next one finds the answer cached.
-    fn start(self: &Arc<Self>, id: &str, deadline: Instant) -> Pending {
-        let mut pending = self.pending.lock().unwrap_or_else(|p| p.into_inner());
-        // A call whose task ended without answering (it cannot, but then) is not joined.
-        if let Some(rx) = pending.get(id)
-            && rx.has_changed().is_ok()
-        {
-            return rx.clone();
-        }
-        let (tx, rx) = watch::channel(None);
-        pending.insert(id.to_string(), rx.clone());
-        drop(pending);
+    fn start(self: &Arc<Self>, id: &str, deadline: Instant, patient: bool) -> cache::Pending {
+        let (tx, rx) = match self.flights.join(id) {
+            Ok(rx) => return rx,
+            Err(new) => new,
+        };
         let me = Arc::clone(self);
         let id = id.to_string();
-        // Longer than the admission's budget, so a slow answer still lands in the cache.
-        let deadline = deadline.max(Instant::now() + self.timeout.max(Duration::from_secs(1)) * 4);
+        // The admission's deadline takes the token; the answer may land later, for the cache.
+        let until = deadline.max(Instant::now() + self.timeout.max(Duration::from_secs(1)) * 4);
         tokio::spawn(async move {
-            let r = me.fetch(&id, Some(deadline)).await;
+            let tokens = if patient {
+                Tokens::Until(deadline)
+            } else {
+                Tokens::Now
+            };
+            let r = me.fetch(&id, Some(until), tokens).await;
             if let Ok(fact) = &r {
-                me.store(&id, Arc::clone(fact));
+                let n = me.cache.put(&id, Arc::clone(fact), me.now(), true);
+                me.metrics.cached.set(n as i64);
             }
-            me.pending
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .remove(&id);
+            me.flights.done(&id);
             let _ = tx.send(Some(r));
         });
         rx
     }
 
-    fn store(&self, id: &str, fact: Arc<Fact>) {
-        let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
-        cache.insert(
-            id.to_string(),
-            Entry {
-                fact,
-                fetched: Instant::now(),
-                unused: AtomicU32::new(0),
-            },
-        );
-        self.metrics.cached.set(cache.len() as i64);
-    }
-
     /// One look-up at the provider's API.
-    async fn fetch(&self, id: &str, deadline: Option<Instant>) -> Result<Arc<Fact>, CloudError> {
+    async fn fetch(
+        &self,
+        id: &str,
+        deadline: Option<Instant>,
+        tokens: Tokens,
+    ) -> Result<Arc<Fact>, CloudError> {
         let region = self.region().ok_or_else(|| {
             CloudError::Other(
                 "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
@@ -538,197 +409,52 @@ impl Cloud {
             region: &region,
             creds: self.creds.get(),
             deadline,
+            tokens,
         };
         let fact = match self.provider {
             Provider::Ctyun => ctyun::fetch(&call, id).await,
             Provider::Alibaba => alibaba::fetch(&call, id).await,
             Provider::Huawei => huawei::fetch(&call, id).await,
             Provider::Volcengine => volcengine::fetch(&call, id).await,
-        }?;
-        Ok(Arc::new(fact))
-    }
-
-    /// One background round: every id in `named` (and every cached id an admission asked
-    /// for lately) is read again; failures keep the last fact and retry with backoff.
-    pub async fn refresh_round(&self, named: &HashSet<String>) {
-        let ids: Vec<String> = {
-            let mut cache = self.cache.write().unwrap_or_else(|p| p.into_inner());
-            for (id, e) in cache.iter_mut() {
-                if named.contains(id) {
-                    e.unused.store(0, Ordering::Relaxed);
-                } else {
-                    e.unused.fetch_add(1, Ordering::Relaxed);
-                }
-            }
-            cache.retain(|_, e| e.unused.load(Ordering::Relaxed) <= UNUSED_REFRESHES);
-            self.metrics.cached.set(cache.len() as i64);
-            named
-                .iter()
-                .chain(cache.keys())
-                .cloned()
-                .collect::<HashSet<_>>()
-                .into_iter()
-                .collect()
         };
-        for id in ids {
-            let mut backoff = Duration::from_millis(500);
-            for attempt in 0..3 {
-                match self.fetch(&id, None).await {
-                    Ok(fact) => {
-                        self.store(&id, fact);
-                        break;
-                    }
-                    Err(e) => {
-                        tracing::warn!(load_balancer = %id, error = %e, attempt, "cloud refresh failed; the last facts stay");
-                        if !e.transient() || attempt == 2 {
-                            break;
-                        }
-                        tokio::time::sleep(backoff).await;
-                        backoff *= 4;
-                    }
-                }
-            }
+        if let Err(e @ CloudError::Incomplete(_)) = &fact {
+            // Every page answered, the list did not end: counted as its own outcome.
+            self.metrics
+                .requests
+                .get_or_create(&ApiLabels {
+                    provider: self.provider.as_str(),
+                    operation: "ListListeners",
+                    result: e.label(),
+                })
+                .inc();
         }
-        self.update_gauges();
-    }
-
-    pub fn update_gauges(&self) {
-        let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
-        let oldest = cache
-            .values()
-            .map(|e| e.fetched.elapsed().as_secs())
-            .max()
-            .unwrap_or(0);
-        self.metrics.cached.set(cache.len() as i64);
-        self.metrics.oldest_fact_age.set(oldest as i64);
-    }
-
-    /// Runs the refresh every `inventory.cloud.refresh`, for the ids `named` returns.
-    pub fn spawn_refresh(
-        self: &Arc<Self>,
-        named: impl Fn() -> HashSet<String> + Send + 'static,
-    ) -> tokio::task::JoinHandle<()> {
-        let me = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(me.refresh);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            let mut gauges = tokio::time::interval(Duration::from_secs(5));
-            loop {
-                tokio::select! {
-                    _ = tick.tick() => me.refresh_round(&named()).await,
-                    _ = gauges.tick() => me.update_gauges(),
-                }
-            }
-        })
+        Ok(Arc::new(fact?))
     }
 
     /// The facts cached now, without asking the cloud (the audit).
     pub fn cached_view(&self, file: Option<Arc<Snapshot>>) -> View {
         let region = self.region().unwrap_or_else(|| "(unknown)".into());
-        let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
         View {
             provider: self.provider,
             region,
             file,
-            facts: cache
-                .iter()
-                .map(|(k, e)| (k.clone(), Ok(Arc::clone(&e.fact))))
+            facts: self
+                .cache
+                .all()
+                .into_iter()
+                .map(|(k, f)| (k, Ok(f)))
                 .collect(),
         }
     }
 
     /// Every cached fact (for `inventory dump` and tests).
     pub fn snapshot(&self) -> Vec<(String, Arc<Fact>)> {
-        let cache = self.cache.read().unwrap_or_else(|p| p.into_inner());
-        let mut v: Vec<_> = cache
-            .iter()
-            .map(|(k, e)| (k.clone(), Arc::clone(&e.fact)))
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(&b.0));
-        v
-    }
-}
-
-/// What the rules read: the cloud's view (which holds the file too), else the file, else
-/// nothing.
-pub fn inventory_of<'a>(view: Option<&'a View>, file: Option<&'a Snapshot>) -> &'a dyn Inventory {
-    match (view, file) {
-        (Some(v), _) => v,
-        (None, Some(f)) => f,
-        (None, None) => &crate::vocab::ctx::EmptyInventory,
-    }
-}
-
-/// The inventory one admission sees: the file first, then what the cloud said.
-#[derive(Debug)]
-pub struct View {
-    provider: Provider,
-    region: String,
-    file: Option<Arc<Snapshot>>,
-    facts: HashMap<String, Result<Arc<Fact>, String>>,
-}
-
-impl View {
-    /// What the cloud said of each id it was asked about: the facts, or why there are none.
-    pub fn answers(&self) -> Vec<(&str, Result<Option<&LoadBalancer>, &str>)> {
-        let mut v: Vec<_> = self
-            .facts
-            .iter()
-            .map(|(id, r)| {
-                let r = match r {
-                    Ok(f) => match f.as_ref() {
-                        Fact::Found(lb) => Ok(Some(lb)),
-                        Fact::NotFound => Ok(None),
-                    },
-                    Err(e) => Err(e.as_str()),
-                };
-                (id.as_str(), r)
-            })
-            .collect();
-        v.sort_by(|a, b| a.0.cmp(b.0));
-        v
+        self.cache.all()
     }
 
-    /// A view from fixed facts (tests, `check`).
-    pub fn fixed(
-        provider: Provider,
-        region: &str,
-        file: Option<Arc<Snapshot>>,
-        facts: HashMap<String, Result<Arc<Fact>, String>>,
-    ) -> Self {
-        Self {
-            provider,
-            region: region.into(),
-            file,
-            facts,
-        }
-    }
-}
-
-impl Inventory for View {
-    fn configured(&self) -> bool {
-        true
-    }
-
-    fn lookup(&self, provider: Provider, id: &str) -> Lookup<'_> {
-        if let Some(f) = &self.file
-            && let Some(lb) = f.get(provider, id)
-        {
-            return Lookup::Found(lb);
-        }
-        if provider != self.provider {
-            return Lookup::Unknown;
-        }
-        match self.facts.get(id) {
-            Some(Ok(fact)) => match fact.as_ref() {
-                Fact::Found(lb) => Lookup::Found(lb),
-                Fact::NotFound => Lookup::NotFound {
-                    region: &self.region,
-                },
-            },
-            Some(Err(e)) => Lookup::Unavailable(e),
-            None => Lookup::Unknown,
-        }
+    /// Look-ups in flight now (tests, benchmarks).
+    pub fn in_flight(&self) -> usize {
+        self.flights.len()
     }
 }
 

@@ -9,7 +9,7 @@ use sha2::{Digest, Sha256};
 use super::creds::Creds;
 
 /// One HTTP request before it is sent: what every signer reads and adds headers to.
-#[derive(Debug, Clone, Default)]
+#[derive(Clone, Default)]
 pub struct Req {
     pub method: &'static str,
     /// The `Host` header: the endpoint's authority.
@@ -20,6 +20,37 @@ pub struct Req {
     pub query: Vec<(String, String)>,
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
+    /// The query string exactly as signed, when the signer encodes it its own way: sent as is.
+    pub signed_query: Option<String>,
+}
+
+/// Headers that carry a signature or a token: never shown.
+const SECRET_HEADERS: [&str; 5] = [
+    "authorization",
+    "eop-authorization",
+    "x-acs-security-token",
+    "x-security-token",
+    "x-acs-accesskey-id",
+];
+
+impl std::fmt::Debug for Req {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let headers: Vec<(&str, &str)> = self
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                let secret = SECRET_HEADERS.contains(&k.to_ascii_lowercase().as_str());
+                (k.as_str(), if secret { "***" } else { v.as_str() })
+            })
+            .collect();
+        f.debug_struct("Req")
+            .field("method", &self.method)
+            .field("host", &self.host)
+            .field("path", &self.path)
+            .field("query", &self.query)
+            .field("headers", &headers)
+            .finish_non_exhaustive()
+    }
 }
 
 /// The time and nonce of one signature, fixed by the caller so tests can reproduce it.
@@ -31,11 +62,26 @@ pub struct Stamp {
 
 impl Stamp {
     pub fn now() -> Self {
+        Self::with_random(|b| {
+            ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), b).map_err(|_| ())
+        })
+    }
+
+    /// A nonce only needs to be unique: when the system RNG fails, the time and a process-wide
+    /// counter make one (never the all-zero nonce every failed call would share).
+    pub fn with_random(fill: impl FnOnce(&mut [u8]) -> Result<(), ()>) -> Self {
+        static COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let time = time::OffsetDateTime::now_utc();
         let mut bytes = [0u8; 16];
-        // A nonce only needs to be unique; the system RNG is there already (ring).
-        let _ = ring::rand::SecureRandom::fill(&ring::rand::SystemRandom::new(), &mut bytes);
+        if fill(&mut bytes).is_err() {
+            let n = COUNTER.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            let t = time.unix_timestamp_nanos() as u64;
+            bytes[..8].copy_from_slice(&t.to_be_bytes());
+            bytes[8..12].copy_from_slice(&std::process::id().to_be_bytes());
+            bytes[12..].copy_from_slice(&(n as u32).to_be_bytes());
+        }
         Self {
-            time: time::OffsetDateTime::now_utc(),
+            time,
             nonce: hex::encode(bytes),
         }
     }
@@ -116,7 +162,14 @@ impl Req {
             .map(|(_, v)| v.as_str())
     }
 
-    /// The query string as sent: sorted, every key and value encoded.
+    /// The query string as sent: as signed when the signer fixed it, else [`Self::query_string`].
+    pub fn sent_query(&self) -> String {
+        self.signed_query
+            .clone()
+            .unwrap_or_else(|| self.query_string())
+    }
+
+    /// The query string: sorted, every key and value encoded.
     pub fn query_string(&self) -> String {
         let mut q: Vec<_> = self
             .query
@@ -155,11 +208,20 @@ pub fn ctyun(req: &mut Req, creds: &Creds, stamp: &Stamp) {
     let request_id = stamp.request_id();
     let mut q: Vec<_> = req.query.clone();
     q.sort();
+    // The SDK signs values with `/` left as is; the query is sent exactly so, else the API
+    // checks a signature over `%2F` against one over `/`.
     let query = q
         .iter()
-        .map(|(k, v)| format!("{k}={}", utf8_percent_encode(v, UNRESERVED_SLASH)))
+        .map(|(k, v)| {
+            format!(
+                "{}={}",
+                utf8_percent_encode(k, UNRESERVED),
+                utf8_percent_encode(v, UNRESERVED_SLASH)
+            )
+        })
         .collect::<Vec<_>>()
         .join("&");
+    req.signed_query = Some(query.clone());
     let to_sign = format!(
         "ctyun-eop-request-id:{request_id}\neop-date:{date}\n\n{query}\n{}",
         sha256_hex(&req.body)
@@ -234,12 +296,9 @@ pub fn huawei(req: &mut Req, creds: &Creds, stamp: &Stamp) {
     if let Some(token) = &creds.security_token {
         req.set("X-Security-Token", token.clone());
     }
-    let mut uri = req
-        .path
-        .split('/')
-        .map(encode)
-        .collect::<Vec<_>>()
-        .join("/");
+    // As the SDK: the path as sent is decoded once, then each segment encoded once.
+    let decoded = percent_encoding::percent_decode_str(&req.path).decode_utf8_lossy();
+    let mut uri = decoded.split('/').map(encode).collect::<Vec<_>>().join("/");
     if !uri.ends_with('/') {
         uri.push('/');
     }

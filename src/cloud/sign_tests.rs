@@ -131,3 +131,64 @@ fn a_changed_secret_changes_every_signature() {
         assert_ne!(a.headers, b.headers);
     }
 }
+
+#[test]
+fn a_request_never_shows_its_signature_or_token() {
+    let mut r = req("POST", "slb.example", "/", &[("LoadBalancerId", "lb-1")]);
+    let mut c = creds();
+    c.security_token = Some("sts-token-secret".into());
+    alibaba(
+        &mut r,
+        &c,
+        &stamp(),
+        "DescribeLoadBalancerAttribute",
+        "2014-05-15",
+    );
+    let shown = format!("{r:?}");
+    let auth = r.header("Authorization").unwrap();
+    let signature = auth.rsplit("Signature=").next().unwrap();
+    assert!(!shown.contains(signature), "{shown}");
+    assert!(!shown.contains("sts-token-secret"), "{shown}");
+    assert!(shown.contains("lb-1"), "{shown}");
+}
+
+#[test]
+fn a_failed_random_source_still_gives_unique_nonces() {
+    let a = Stamp::with_random(|_| Err(()));
+    let b = Stamp::with_random(|_| Err(()));
+    assert_ne!(a.nonce, "0".repeat(32));
+    assert_ne!(a.nonce, b.nonce);
+    let c = Stamp::with_random(|b| {
+        b.fill(7);
+        Ok(())
+    });
+    assert_eq!(c.nonce, "07".repeat(16));
+}
+
+#[test]
+fn ctyun_sends_the_query_it_signed() {
+    let mut r = req(
+        "GET",
+        "ctelb.example",
+        "/v4/elb/show-loadbalancer",
+        &[("regionID", "bb9fdb42"), ("elbID", "lb-1/x")],
+    );
+    ctyun(&mut r, &creds(), &stamp());
+    // The signature is over `lb-1/x` (the SDK's encoding): the wire carries the same bytes.
+    assert_eq!(r.sent_query(), "elbID=lb-1/x&regionID=bb9fdb42");
+}
+
+#[test]
+fn huawei_encodes_a_path_once() {
+    // The path as sent, already encoded: the signature is the SDK's for the same path
+    // (it decodes the path once and encodes each segment once).
+    let mut sent = req("GET", "elb.example", "/v3/p-1/elb/loadbalancers/a%3Ab", &[]);
+    huawei(&mut sent, &creds(), &stamp());
+    let mut plain = req("GET", "elb.example", "/v3/p-1/elb/loadbalancers/a:b", &[]);
+    huawei(&mut plain, &creds(), &stamp());
+    assert_eq!(
+        sent.header("Authorization"),
+        plain.header("Authorization"),
+        "encoded twice would sign %253A"
+    );
+}

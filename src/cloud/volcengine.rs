@@ -9,8 +9,11 @@
 
 use serde_json::Value;
 
+use super::outcome::{CloudError, Reply, by_status, describe};
+use super::paging::Pager;
 use super::sign::{self, Req};
-use super::{Call, CloudError, Fact, non_empty, status_error};
+use super::transport::Call;
+use super::{Fact, non_empty};
 use crate::vocab::lb::{AddressType, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -27,46 +30,56 @@ const AUTH: &[&str] = &[
     "InvalidTimestamp",
 ];
 
-/// `None` when the load balancer does not exist.
+/// The documented "no such load balancer" (CLB and NLB).
+const NOT_FOUND: &[&str] = &[
+    "InvalidLoadBalancer.NotFound",
+    "InvalidLoadBalancerId.NotFound",
+    "ResourceNotFound.LoadBalancer",
+];
+
+/// Maps one answer: errors are `ResponseMetadata.Error`, in any HTTP status.
+pub(crate) fn classify(status: u16, body: &Value) -> Reply {
+    let err = &body["ResponseMetadata"]["Error"];
+    let code = err["Code"].as_str().unwrap_or_default();
+    if status < 300 && code.is_empty() {
+        return Reply::Ok(body["Result"].clone());
+    }
+    if NOT_FOUND.contains(&code) {
+        return Reply::NotFound;
+    }
+    let message = err["Message"].as_str().unwrap_or_default();
+    let what = describe(status, code, message);
+    Reply::Fail(if THROTTLED.contains(&code) {
+        CloudError::Throttled(what)
+    } else if AUTH.contains(&code) {
+        CloudError::Auth(what)
+    } else {
+        by_status(status.max(400), code, message)
+    })
+}
+
 async fn action(
     call: &Call<'_>,
     action: &'static str,
     mut query: Vec<(String, String)>,
 ) -> Result<Option<Value>, CloudError> {
-    let (base, host) = call.base(format!("https://clb.{}.volcengineapi.com", call.region))?;
     query.push(("Action".into(), action.into()));
     query.push(("Version".into(), VERSION.into()));
-    let mut req = Req {
+    let req = Req {
         method: "GET",
-        host,
         path: "/".into(),
         query,
         ..Default::default()
     };
-    sign::volcengine(&mut req, &call.creds, &call.stamp(), call.region, SERVICE);
-    let answer = call.send(action, &base, &req).await?;
-    let body = answer.body()?;
-    let err = &body["ResponseMetadata"]["Error"];
-    let code = err["Code"].as_str().unwrap_or_default();
-    if answer.status < 300 && code.is_empty() {
-        return Ok(Some(body["Result"].clone()));
-    }
-    let message = call.scrub(err["Message"].as_str().unwrap_or_default());
-    let what = format!("HTTP {} {code}: {message}", answer.status);
-    if THROTTLED.contains(&code) {
-        return Err(CloudError::Throttled(what));
-    }
-    if AUTH.contains(&code) || super::about_credentials(code) {
-        return Err(CloudError::Auth(what));
-    }
-    if super::load_balancer_missing(answer.status, code) {
-        return Ok(None);
-    }
-    Err(status_error(answer.status.max(400), code, &message))
+    call.request(
+        action,
+        || format!("https://clb.{}.volcengineapi.com", call.region),
+        req,
+        |r, c, s| sign::volcengine(r, c, s, call.region, SERVICE),
+        classify,
+    )
+    .await
 }
-
-/// Listener pages read at most (100 each).
-const MAX_PAGES: usize = 10;
 
 pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
     let nlb = id.starts_with("nlb-");
@@ -105,13 +118,14 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     lb.kind = Some(if nlb { LbKind::Nlb } else { LbKind::Clb });
     lb.address_type = address_type;
     lb.vpc_id = non_empty(&attrs["VpcId"]);
-    let mut token = String::new();
-    for page in 1..=MAX_PAGES {
+    let mut pager = Pager::new(format!("listeners of {id}"));
+    let mut token: Option<String> = None;
+    for page in 1.. {
         let mut query = by_id();
         let list_action = if nlb {
             query.push(("MaxResults".into(), "100".into()));
-            if !token.is_empty() {
-                query.push(("NextToken".into(), token.clone()));
+            if let Some(t) = &token {
+                query.push(("NextToken".into(), t.clone()));
             }
             "DescribeNLBListeners"
         } else {
@@ -120,7 +134,7 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
             "DescribeListeners"
         };
         let Some(result) = action(call, list_action, query).await? else {
-            return Ok(Fact::NotFound);
+            return Err(pager.vanished());
         };
         let list = result["Listeners"].as_array().cloned().unwrap_or_default();
         for l in &list {
@@ -130,16 +144,57 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
                 "external".into(),
             ));
         }
-        let more = if nlb {
-            token = result["NextToken"].as_str().unwrap_or_default().to_string();
-            !token.is_empty()
+        let next = if list.is_empty() {
+            String::new()
+        } else if nlb {
+            result["NextToken"].as_str().unwrap_or_default().to_string()
         } else {
             let total = result["TotalCount"].as_u64().unwrap_or(0);
-            (page as u64) * 100 < total
+            if (page as u64) * 100 < total {
+                (page + 1).to_string()
+            } else {
+                String::new()
+            }
         };
-        if !more || list.is_empty() {
+        token = pager.next(&next)?;
+        if token.is_none() {
             break;
         }
     }
     Ok(Fact::Found(lb))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn err(code: &str) -> Value {
+        json!({"ResponseMetadata": {"RequestId": "r", "Error": {"Code": code, "Message": "m"}}})
+    }
+
+    #[test]
+    fn only_documented_codes_are_not_found() {
+        assert_eq!(
+            classify(404, &err("InvalidLoadBalancer.NotFound")),
+            Reply::NotFound
+        );
+        assert!(matches!(
+            classify(404, &json!({"message": "404 page not found"})),
+            Reply::Fail(CloudError::Other(_))
+        ));
+        assert!(matches!(
+            classify(429, &err("FlowLimitExceeded")),
+            Reply::Fail(CloudError::Throttled(_))
+        ));
+        // A bad page token is not a credentials problem.
+        assert!(matches!(
+            classify(400, &err("InvalidNextToken.Malformed")),
+            Reply::Fail(CloudError::Other(_))
+        ));
+        assert!(matches!(
+            classify(200, &json!({"Result": {}})),
+            Reply::Ok(_)
+        ));
+    }
 }

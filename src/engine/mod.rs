@@ -302,12 +302,13 @@ fn evaluate_once(
         if action == Action::Off {
             continue;
         }
+        // A cloud failure reads as what it is, not as the verdict of the rule that asked first.
+        let label = if f.cloud_error { "lb-exists" } else { f.rule };
         verdict.violations.push(Violation {
-            rule: f.rule,
+            rule: label,
             action,
             message: format!(
-                "[{}] {} (rules that could not decide: {}; {setting}: {value})",
-                f.rule,
+                "[{label}] {} (rules that could not decide: {}; {setting}: {value})",
                 f.message,
                 rules.join(", "),
             ),

@@ -94,7 +94,7 @@ pub fn reused<'a>(
     match ctx.inventory.lookup(cat.provider, id.value) {
         Lookup::Found(lb) => Some((id, lb)),
         // lb-exists reports it; nothing else can be said of a load balancer that is not there.
-        Lookup::NotFound { .. } => None,
+        Lookup::NotFound { .. } | Lookup::Invalid => None,
         Lookup::Unavailable(cause) => {
             out.unavailable(
                 annotation_field(id.key),
@@ -122,11 +122,16 @@ fn lb_exists(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     if !takes_lb(ctx, cat) {
         return;
     }
-    if let Lookup::NotFound { region } = ctx.inventory.lookup(cat.provider, id.value) {
-        out.push(
+    match ctx.inventory.lookup(cat.provider, id.value) {
+        Lookup::NotFound { region } => out.push(
             annotation_field(id.key),
             format!("{}: \"{}\" names no load balancer in region {region}: the {} API answered \"not found\"; check the id (and the region), or remove the annotation to let the CCM create one", id.key, id.value, cat.provider),
-        );
+        ),
+        Lookup::Invalid => out.push(
+            annotation_field(id.key),
+            format!("{}: \"{}\" is not a valid load balancer id: {} ids are letters, digits, '-', '_' and '.' (at most 128); copy the id from the console", id.key, id.value, cat.provider),
+        ),
+        _ => {}
     }
 }
 

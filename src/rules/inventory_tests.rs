@@ -363,6 +363,7 @@ fn cloud(p: Provider) -> crate::cloud::View {
             "lb-down".to_string(),
             Err("the API failed (HTTP 503 ServiceUnavailable)".to_string()),
         ),
+        ("lb/../x".to_string(), Ok(Arc::new(Fact::Invalid))),
     ]);
     crate::cloud::View::fixed(p, "region-1", None, facts)
 }
@@ -385,7 +386,9 @@ fn cloud_svc(p: Provider, id: &str, port: i32) -> crate::testkit::SvcBuilder {
 #[case::volcengine_exists(Volcengine, "lb-real", Pass)]
 #[case::volcengine_not_found(Volcengine, "lb-gone", Deny)]
 #[case::unknown_is_not_missing(Alibaba, "lb-nobody-knows", Pass)]
-#[case::unavailable_is_not_missing(Alibaba, "lb-down", Pass)]
+// The onError answer is labelled lb-exists (a cloud failure), under onError's action.
+#[case::unavailable_is_the_on_error_answer(Alibaba, "lb-down", Warn)]
+#[case::invalid_shape_is_denied_without_a_call(Huawei, "lb/../x", Deny)]
 fn lb_exists(#[case] p: Provider, #[case] id: &str, #[case] want: Expect) {
     let v = expect_with(
         &create(cloud_svc(p, id, 8080)),
@@ -402,7 +405,9 @@ fn lb_exists(#[case] p: Provider, #[case] id: &str, #[case] want: Expect) {
             .unwrap()
             .message;
         assert!(
-            m.contains("names no load balancer in region region-1") && m.contains(id),
+            (m.contains("names no load balancer in region region-1")
+                || m.contains("is not a valid load balancer id"))
+                && m.contains(id),
             "{m}"
         );
     }
@@ -448,7 +453,10 @@ fn cloud_errors_follow_on_error(#[case] config: &str, #[case] want: Option<Expec
         None => assert!(reports.is_empty(), "{reports:#?}"),
         Some(w) => {
             assert_eq!(reports.len(), 1, "{:#?}", v.violations);
+            // Read as the cloud failure it is, not as the verdict of the rule that asked first.
+            assert_eq!(reports[0].rule, "lb-exists");
             let m = &reports[0].message;
+            assert!(m.starts_with("[lb-exists] "), "{m}");
             assert!(
                 m.contains("HTTP 503 ServiceUnavailable") && m.contains("inventory.cloud.onError"),
                 "{m}"

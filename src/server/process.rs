@@ -47,12 +47,16 @@ impl App {
         // The audit reads what the cloud said last (the refresh keeps it current); it never
         // waits for the cloud.
         let view = self.cloud.as_ref().map(|c| c.cached_view(snapshot.clone()));
-        let inventory = crate::cloud::inventory_of(view.as_ref(), snapshot.as_deref());
+        let inventory = crate::inventory::choose(
+            view.as_ref()
+                .map(|v| v as &dyn crate::vocab::ctx::Inventory),
+            snapshot.as_deref(),
+        );
         let (report, offending) = audit(
             &self.cluster,
             &self.config,
             &self.versions.load(),
-            inventory,
+            &inventory,
         );
         self.metrics.audit_violations.clear();
         for ((rule, action, namespace), n) in report.counts() {
@@ -365,6 +369,32 @@ fn start_cloud(
     Ok(cloud)
 }
 
+/// Shares the cloud refresh with the other replicas through a Lease per pod (`POD_NAME` in
+/// `POD_NAMESPACE`); without a cluster or a pod name, this replica refreshes everything.
+fn refresh_fleet(
+    cloud: &crate::cloud::Cloud,
+    client: Option<&kube::Client>,
+) -> Option<Arc<crate::cloud::shard::Membership>> {
+    let env = |k: &str| std::env::var(k).ok().filter(|v| !v.trim().is_empty());
+    let (Some(client), Some(pod)) = (client, env("POD_NAME")) else {
+        tracing::info!(
+            "no cluster or no POD_NAME: this replica refreshes every load balancer itself"
+        );
+        return None;
+    };
+    let namespace = env("POD_NAMESPACE").unwrap_or_else(|| client.default_namespace().into());
+    let fleet = env("LBGUARD_FLEET").unwrap_or_else(|| "lbguard".into());
+    tracing::info!(%namespace, %pod, %fleet, "sharing the cloud refresh with the other replicas (a Lease per replica)");
+    let m = Arc::new(crate::cloud::shard::Membership::new(
+        client.clone(),
+        &namespace,
+        &pod,
+        &fleet,
+    ));
+    Arc::clone(&m).spawn(Arc::clone(cloud.shard()));
+    Some(m)
+}
+
 fn spawn_ccm_refresh(client: kube::Client, app: std::sync::Weak<App>) {
     tokio::spawn(async move {
         loop {
@@ -448,6 +478,9 @@ pub async fn start(
         let (cluster, provider) = (Arc::clone(&app.cluster), cloud.provider());
         cloud.spawn_refresh(move || cluster.lb_ids(provider));
     }
+    let fleet = cloud
+        .as_ref()
+        .and_then(|c| refresh_fleet(c, opts.client.as_ref()));
     if let Some(client) = opts.claims_client.as_ref().or(opts.client.as_ref())
         && app.config.claims.enabled
     {
@@ -537,6 +570,10 @@ pub async fn start(
             // answer closing its connection, so callers move on without losing a request.
             state.ready.store(false, Ordering::Release);
             state.draining.store(true, Ordering::Release);
+            if let Some(f) = &fleet {
+                // The other replicas take this one's load balancers at their next renewal.
+                f.leave().await;
+            }
             if !delay.is_zero() {
                 tracing::info!(
                     delay_ms = delay.as_millis() as u64,

@@ -431,6 +431,8 @@ pub struct CloudConfig {
     /// `LBGUARD_REPLICAS`, which the chart sets, says how many there are).
     pub qps: u32,
     pub on_error: OnCloudError,
+    /// Load balancers cached at most (least recently used out first).
+    pub cache_size: u32,
 }
 
 impl Default for CloudConfig {
@@ -444,6 +446,7 @@ impl Default for CloudConfig {
             timeout: Seconds(std::time::Duration::from_millis(1500)),
             qps: 5,
             on_error: OnCloudError::Warn,
+            cache_size: 10_000,
         }
     }
 }
@@ -566,8 +569,29 @@ impl Config {
                 cloud.timeout.0.as_millis()
             ));
         }
+        // The API server's default timeoutSeconds (the chart checks its own, 5 s, at install).
+        let webhook = std::time::Duration::from_secs(10);
+        let claims = if self.claims.enabled {
+            self.claims.timeout.0
+        } else {
+            std::time::Duration::ZERO
+        };
+        if cloud.enabled
+            && cloud.timeout.0 < webhook
+            && claims < webhook
+            && cloud.timeout.0 + claims + std::time::Duration::from_secs(1) > webhook
+        {
+            problems.push(format!(
+                "inventory.cloud.timeout ({} ms) + claims.timeout ({} ms) + 1 s of margin does not fit in the webhook's timeoutSeconds (10 s by default, 5 s in the chart): an admission would time out at the API server instead of getting inventory.cloud.onError; lower the timeouts",
+                cloud.timeout.0.as_millis(),
+                claims.as_millis()
+            ));
+        }
         if cloud.refresh.0 < std::time::Duration::from_secs(1) {
             problems.push("inventory.cloud.refresh: must be at least 1s".into());
+        }
+        if cloud.cache_size == 0 {
+            problems.push("inventory.cloud.cacheSize: must be at least 1".into());
         }
         if cloud.qps == 0 {
             problems.push("inventory.cloud.qps: must be at least 1".into());
@@ -708,6 +732,23 @@ inventory:
             assert!(e.contains(want), "{text}: {e}");
         }
         assert!(Config::parse("inventory:\n  cloud:\n    onError: maybe\n", "t").is_err());
+        let e = Config::parse(
+            "provider: alibaba\nclaims:\n  timeout: 4s\ninventory:\n  cloud:\n    enabled: true\n    timeout: 6s\n",
+            "t",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("does not fit in the webhook's timeoutSeconds"),
+            "{e}"
+        );
+        assert!(
+            Config::parse(
+                "provider: alibaba\ninventory:\n  cloud:\n    enabled: true\n    cacheSize: 0\n",
+                "t"
+            )
+            .is_err()
+        );
         let c = Config::parse(
             "provider: alibaba\ninventory:\n  cloud:\n    enabled: true\n    onError: deny\n",
             "t",

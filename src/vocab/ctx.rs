@@ -80,6 +80,8 @@ pub enum Lookup<'a> {
     },
     /// The cloud could not be asked in time; the cause, for the message.
     Unavailable(&'a str),
+    /// The id cannot name a load balancer (its shape); the cloud was not asked.
+    Invalid,
     /// Neither the file nor the cloud knows it.
     Unknown,
 }

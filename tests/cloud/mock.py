@@ -12,7 +12,11 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/state   {"loadBalancers": [...], "region", "clusterId", "projectId"}
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk"}                        the one key pair accepted
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404", "delay": s}
+                      html404: a proxy's HTML 404 page; loop: list pages repeat their token;
+                      listeners404: Huawei's listener list answers "not found"
+  POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
+  POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
   GET  /_mock/calls   counts per operation, bad signatures, model failures
   POST /_mock/reset   zeroes the counts
 """
@@ -33,7 +37,7 @@ import sdk_sign
 LOCK = threading.Lock()
 STATE = {"loadBalancers": [], "region": "region-1", "clusterId": "c-own",
          "projectId": "p-1", "ak": "AKID", "sk": "SECRET", "fault": None, "delay": 0,
-         "extra": []}
+         "extra": [], "prefix": ""}
 CALLS = {"byOperation": {}, "badSignatures": 0, "modelFailures": []}
 
 
@@ -193,11 +197,28 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self):
         self.handle_any("POST")
 
+    def html(self, status):
+        data = b"<html><body><h1>404 Not Found</h1>nginx</body></html>"
+        self.send_response(status)
+        self.send_header("Content-Type", "text/html")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
     def handle_any(self, method):
         url = urlsplit(self.path)
         raw = self.body()
         if url.path.startswith("/_mock/"):
             return self.control(method, url.path, raw)
+        with LOCK:
+            prefix, fault = STATE["prefix"], STATE["fault"]
+        if fault == "html404":
+            return self.html(404)
+        signed_path = url.path
+        if prefix:
+            if not url.path.startswith(prefix + "/"):
+                return self.html(404)
+            url = url._replace(path=url.path[len(prefix):])
         headers = {k: v for k, v in self.headers.items()}
         q = dict(parse_qsl(url.query, keep_blank_values=True))
         if url.path.startswith("/v4/elb/"):
@@ -218,7 +239,7 @@ class Handler(BaseHTTPRequestHandler):
             time.sleep(delay)
         if fault == "auth":
             ak, sk = ak, sk + "-rotated-away"
-        good = self.signed(provider, method, url, headers, raw, ak, sk)
+        good = self.signed(provider, method, url._replace(path=signed_path), headers, raw, ak, sk)
         if not good:
             with LOCK:
                 CALLS["badSignatures"] += 1
@@ -389,6 +410,8 @@ class Handler(BaseHTTPRequestHandler):
         start = int(q.get("NextToken") or 0)
         page = items[start:start + 1]
         token = str(start + 1) if start + 1 < len(items) else ""
+        if STATE["fault"] == "loop":
+            token = q.get("NextToken") or "1"
         body = {"Listeners": page, "MaxResults": 100, "NextToken": token, "RequestId": "r",
                 "TotalCount": len(items)}
         check_alibaba(body, nlb.ListListenersResponseBody)
@@ -425,6 +448,9 @@ class Handler(BaseHTTPRequestHandler):
             check_huawei(body, "ShowLoadBalancerResponse", "v3")
             return self.reply(200, body)
         lb = find("huawei", q.get("loadbalancer_id"))
+        if STATE["fault"] == "listeners404":
+            return self.reply(404, {"error_code": "ELB.8904", "request_id": "r",
+                                    "error_msg": "listener list: loadbalancer could not be found"})
         items = self.huawei_listeners(lb)
         body = {"request_id": "r", "listeners": items,
                 "page_info": {"current_count": len(items)}}
@@ -518,6 +544,15 @@ class Handler(BaseHTTPRequestHandler):
                 STATE["ak"], STATE["sk"] = data["ak"], data["sk"]
             elif path == "/_mock/fault":
                 STATE["fault"], STATE["delay"] = data.get("mode"), data.get("delay", 0)
+            elif path == "/_mock/prefix":
+                STATE["prefix"] = data.get("prefix", "").rstrip("/")
+            elif path == "/_mock/bulk":
+                p = data["provider"]
+                STATE["loadBalancers"] = [lb for lb in STATE["loadBalancers"] if lb.get("provider") != p] + [
+                    {"id": f"lb-bulk-{i}", "provider": p, "kind": "clb", "addressType": "intranet",
+                     "vpcId": "vpc-1", "createdBy": "user",
+                     "listeners": [{"port": 80 + i % 1000, "protocol": "TCP", "owner": "external"}]}
+                    for i in range(int(data["count"]))]
             elif path == "/_mock/reset":
                 CALLS["byOperation"], CALLS["badSignatures"], CALLS["modelFailures"] = {}, 0, []
             elif path != "/_mock/calls":

@@ -47,6 +47,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if and .Values.inventory.cloud.enabled (eq (toString .Values.provider) "auto") -}}
 {{- fail "inventory.cloud.enabled needs provider set to ctyun, alibaba, huawei or volcengine: lbguard must know which cloud to ask" -}}
 {{- end -}}
+{{- if .Values.inventory.cloud.enabled -}}
+{{- $cloudMs := include "lbguard.millis" .Values.inventory.cloud.timeout | atoi -}}
+{{- $claimsMs := 0 -}}
+{{- if .Values.config.claims.enabled -}}{{- $claimsMs = include "lbguard.millis" .Values.config.claims.timeout | atoi -}}{{- end -}}
+{{- $webhookMs := mul (int .Values.webhook.timeoutSeconds) 1000 -}}
+{{- if gt (add $cloudMs $claimsMs 1000) $webhookMs -}}
+{{- fail (printf "inventory.cloud.timeout (%dms) + config.claims.timeout (%dms) + 1s of margin does not fit in webhook.timeoutSeconds (%ds): lower the timeouts or raise webhook.timeoutSeconds (at most 30)" $cloudMs $claimsMs (int .Values.webhook.timeoutSeconds)) -}}
+{{- end -}}
+{{- end -}}
 {{- with .Values.inventory.cloud -}}
 {{- if .enabled -}}
 {{- $cloud := omit . "existingSecret" -}}
@@ -95,6 +104,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 
 {{- /* A config duration ("5m", "90s", "1500ms", or plain seconds) in whole seconds. */}}
+{{- define "lbguard.millis" -}}
+{{- $v := toString . -}}
+{{- if hasSuffix "ms" $v -}}{{ trimSuffix "ms" $v | atoi }}
+{{- else if hasSuffix "m" $v -}}{{ mul (trimSuffix "m" $v | atoi) 60000 }}
+{{- else if hasSuffix "s" $v -}}{{ mul (trimSuffix "s" $v | atoi) 1000 }}
+{{- else -}}{{ mul (atoi $v) 1000 }}
+{{- end -}}
+{{- end -}}
+
 {{- define "lbguard.seconds" -}}
 {{- $v := toString . -}}
 {{- if hasSuffix "ms" $v -}}{{ div (trimSuffix "ms" $v | atoi) 1000 }}

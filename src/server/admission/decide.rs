@@ -155,12 +155,16 @@ pub(super) fn decide(
     let Prepared { uid, input } = prepared;
     let mut response = allowed(uid.clone());
     let config = &app.config;
-    // The cloud's view holds the file's snapshot already.
+    // The cloud's view was made with the file's snapshot: the same one, read once.
     let snapshot = match view {
-        Some(_) => None,
+        Some(v) => v.file_arc(),
         None => app.inventory_snapshot(),
     };
-    let inventory = crate::cloud::inventory_of(view, snapshot.as_deref());
+    let inventory = crate::inventory::choose(
+        view.map(|v| v as &dyn crate::vocab::ctx::Inventory),
+        snapshot.as_deref(),
+    );
+    let inventory = &inventory;
     let mut rules = Vec::new();
     let mut claims = Vec::new();
     match endpoint {
