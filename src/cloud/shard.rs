@@ -2,7 +2,8 @@
 //! namespace, renewed every [`RENEW`]; the live replicas are the unexpired Leases of the same
 //! fleet, and each id belongs to one of them by rendezvous hashing. A replica refreshes only
 //! the ids it owns; an admission that finds a fact it does not own older than the refresh
-//! interval asks the cloud again. Without Leases (no cluster, or they cannot be read) a
+//! interval asks the cloud again, and the audit's copy of the others' ids is read once in
+//! `refresh::FOREIGN_ROUNDS` rounds. Without Leases (no cluster, or they cannot be read) a
 //! replica refreshes everything, as one replica would.
 
 use std::collections::BTreeMap;
