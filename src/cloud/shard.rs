@@ -7,6 +7,7 @@
 //! replica refreshes everything, as one replica would.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -82,6 +83,8 @@ pub struct Membership {
     api: Api<Lease>,
     pod: String,
     fleet: String,
+    /// Set when the replica stops: the Lease is not renewed again.
+    left: AtomicBool,
 }
 
 impl Membership {
@@ -90,6 +93,7 @@ impl Membership {
             api: Api::namespaced(client, namespace),
             pod: pod.into(),
             fleet: fleet.into(),
+            left: AtomicBool::new(false),
         }
     }
 
@@ -161,6 +165,7 @@ impl Membership {
 
     /// Deletes this replica's Lease (at shutdown: its ids move at once).
     pub async fn leave(&self) {
+        self.left.store(true, Ordering::SeqCst);
         if let Err(e) = self.api.delete(&self.pod, &DeleteParams::default()).await {
             tracing::debug!(error = %e, "could not delete the refresh Lease; it expires");
         }
@@ -171,8 +176,14 @@ impl Membership {
     pub fn spawn(self: Arc<Self>, shard: Arc<Shard>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut alone = false;
-            loop {
-                match tokio::time::timeout(RENEW, self.renew()).await {
+            while !self.left.load(Ordering::SeqCst) {
+                let renewed = tokio::time::timeout(RENEW, self.renew()).await;
+                if self.left.load(Ordering::SeqCst) {
+                    // A renewal that raced the shutdown put the Lease back.
+                    self.leave().await;
+                    return;
+                }
+                match renewed {
                     Ok(Ok(live)) => {
                         if alone {
                             tracing::info!(

@@ -159,6 +159,7 @@ pub async fn run(env: &mut Env) {
     mock.assert_clean().await;
     assert!(mock.calls("alibaba/DescribeLoadBalancerAttribute").await >= 1);
     fleet_refreshes_once(env, &mock).await;
+    a_stopping_replica_deletes_its_lease(env).await;
 
     // Put the suite's install back.
     let _ = delete(&admin, &service("web", "lb-2ze-public", 80)).await;
@@ -236,4 +237,28 @@ async fn fleet_refreshes_once(env: &Env, mock: &Mock) {
     for i in 0..N {
         let _ = delete(&admin, &bulk(i)).await;
     }
+}
+
+/// SIGTERM: the replica deletes its refresh Lease, so the other takes its load balancers at
+/// its next renewal instead of after the Lease expires.
+async fn a_stopping_replica_deletes_its_lease(env: &mut Env) {
+    let admin = env.admin[0].clone();
+    let lease = format!("/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/lbguard-1");
+    assert_eq!(call(&admin, "GET", &lease, None).await.status, 200);
+    let log = {
+        let p = env.lbguard.replicas[1].proc.as_mut().unwrap();
+        p.terminate(Duration::from_secs(30));
+        p.tail(5)
+    };
+    assert!(
+        log.contains("stopped"),
+        "replica 1 did not stop cleanly:\n{log}"
+    );
+    env.lbguard.replicas[1].proc = None;
+    assert_eq!(
+        call(&admin, "GET", &lease, None).await.status,
+        404,
+        "the stopped replica's Lease is still there"
+    );
+    env.lbguard.start_replica(1).await;
 }
