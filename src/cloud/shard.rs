@@ -166,8 +166,15 @@ impl Membership {
     /// Deletes this replica's Lease (at shutdown: its ids move at once).
     pub async fn leave(&self) {
         self.left.store(true, Ordering::SeqCst);
-        if let Err(e) = self.api.delete(&self.pod, &DeleteParams::default()).await {
-            tracing::debug!(error = %e, "could not delete the refresh Lease; it expires");
+        // Bounded: an unreachable API server must not hold up the shutdown; the Lease expires.
+        let params = DeleteParams::default();
+        let delete = self.api.delete(&self.pod, &params);
+        match tokio::time::timeout(Duration::from_secs(2), delete).await {
+            Ok(Ok(_)) => tracing::debug!("refresh Lease deleted"),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "could not delete the refresh Lease; it expires")
+            }
+            Err(_) => tracing::debug!("deleting the refresh Lease timed out; it expires"),
         }
     }
 
@@ -288,5 +295,16 @@ mod tests {
         assert_eq!(a.renew().await.unwrap(), vec!["pod-a", "pod-b"]);
         b.leave().await;
         assert_eq!(a.renew().await.unwrap(), vec!["pod-a"]);
+    }
+
+    #[tokio::test]
+    async fn leaving_does_not_wait_for_a_hung_api_server() {
+        let store = crate::claims::memory::MemoryLeases::new();
+        let a = Membership::new(store.client(), "lbguard-system", "pod-a", "lbguard");
+        a.renew().await.unwrap();
+        store.set_delay(Duration::from_secs(60));
+        let t = std::time::Instant::now();
+        a.leave().await;
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 }
