@@ -1116,18 +1116,29 @@ async fn two_replicas_sharing_leases_make_the_calls_of_one() {
     let (a, b) = (replica(), replica());
     a.shard().set(Some(("lbguard-a".into(), live.clone())));
     b.shard().set(Some(("lbguard-b".into(), live)));
+    // The first round: each reads every load balancer once (the audit needs them all).
+    tokio::join!(a.refresh_round(&named), b.refresh_round(&named));
+    assert_eq!(all_calls(&mock).await, 2 * one);
+    assert_eq!((a.snapshot().len(), b.snapshot().len()), (60, 60));
+    // The next rounds: each its own part, together one replica's calls.
+    let at = |secs: u64| offset.store(secs, Ordering::SeqCst);
+    at(30);
+    mock.control("reset", json!({})).await;
     tokio::join!(a.refresh_round(&named), b.refresh_round(&named));
     assert_eq!(
         all_calls(&mock).await,
         one,
         "two replicas, one replica's calls"
     );
-    let (na, nb) = (a.snapshot().len(), b.snapshot().len());
-    assert_eq!(na + nb, 60, "each load balancer read once: {na} + {nb}");
-    assert!(na >= 15 && nb >= 15, "an uneven split: {na} + {nb}");
+    let per_id = one / 60;
+    let mine_b = named.iter().filter(|id| b.shard().owns(id)).count() as u64;
+    assert!(
+        (15..=45).contains(&mine_b),
+        "an uneven split: b owns {mine_b} of 60"
+    );
 
-    // An admission on b for a load balancer a refreshes: asked once, cached for a refresh
-    // interval, then asked again (b's copy never grows older than that).
+    // An admission on b for a load balancer a refreshes: cached while younger than a
+    // refresh interval, then asked again (b's copy never grows older than that).
     let theirs = named.iter().find(|id| !b.shard().owns(id)).unwrap();
     let mine = named.iter().find(|id| b.shard().owns(id)).unwrap();
     let soon = || Instant::now() + Duration::from_secs(5);
@@ -1138,17 +1149,24 @@ async fn two_replicas_sharing_leases_make_the_calls_of_one() {
             lbguard::cloud::Fact::Found(_)
         ));
     }
-    let asked = all_calls(&mock).await;
-    assert!(asked >= 1, "b asked the cloud about {theirs}");
-    offset.store(61, Ordering::SeqCst);
+    assert_eq!(all_calls(&mock).await, 0, "30 s old: still good");
+    at(70);
+    b.get(theirs, soon(), false).await.unwrap();
     b.get(theirs, soon(), false).await.unwrap();
     assert_eq!(
         all_calls(&mock).await,
-        2 * asked,
-        "an old copy is asked again"
+        per_id,
+        "a 70 s old copy is asked again, once"
     );
     // Its own ones the refresh keeps: no call from an admission.
     b.get(mine, soon(), false).await.unwrap();
-    assert_eq!(all_calls(&mock).await, 2 * asked);
+    assert_eq!(all_calls(&mock).await, per_id);
+
+    // Every sixth round b also reads the others' load balancers for its audit (but the one
+    // an admission just asked about).
+    at(340);
+    mock.control("reset", json!({})).await;
+    b.refresh_round(&named).await;
+    assert_eq!(all_calls(&mock).await, (60 - 1) * per_id);
     mock.assert_clean().await;
 }

@@ -152,6 +152,14 @@ impl Cache {
         ids
     }
 
+    /// How long ago `id`'s fact was read, if it is cached.
+    pub fn age(&self, id: &str, now: Instant) -> Option<Duration> {
+        self.lock()
+            .map
+            .get(id)
+            .map(|e| now.saturating_duration_since(e.fetched))
+    }
+
     pub fn len(&self) -> usize {
         self.lock().map.len()
     }

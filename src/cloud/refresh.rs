@@ -11,6 +11,9 @@ use super::Cloud;
 
 /// Ids no Service names and no admission asked for are dropped after this many refreshes.
 const UNUSED_REFRESHES: u32 = 2;
+/// A load balancer a Service names that another replica refreshes is read here once in this
+/// many rounds, so the audit (which never calls the cloud) knows every one.
+pub const FOREIGN_ROUNDS: u32 = 6;
 /// How often the gauges are updated, whether or not a round runs.
 const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
@@ -21,8 +24,18 @@ impl Cloud {
         let mut ids = self.cache.plan_round(named, self.now(), idle);
         // An id that cannot be one is never asked about, in the background either.
         ids.retain(|id| super::valid_id(id));
-        // Another replica refreshes the rest (admissions re-ask what gets old here).
-        ids.retain(|id| self.shard.owns(id));
+        // Another replica refreshes the rest: admissions re-ask what is older than a refresh,
+        // and the audit's copy of a named one is read here every FOREIGN_ROUNDS rounds.
+        let now = self.now();
+        let foreign_every = self.refresh * FOREIGN_ROUNDS;
+        ids.retain(|id| {
+            self.shard.owns(id)
+                || (named.contains(id)
+                    && self
+                        .cache
+                        .age(id, now)
+                        .is_none_or(|a| a + self.refresh / 2 >= foreign_every))
+        });
         self.update_gauges();
         for id in ids {
             let mut backoff = Duration::from_millis(500);

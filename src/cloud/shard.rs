@@ -2,10 +2,12 @@
 //! namespace, renewed every [`RENEW`]; the live replicas are the unexpired Leases of the same
 //! fleet, and each id belongs to one of them by rendezvous hashing. A replica refreshes only
 //! the ids it owns; an admission that finds a fact it does not own older than the refresh
-//! interval asks the cloud again. Without Leases (no cluster, or they cannot be read) a
+//! interval asks the cloud again, and the audit's copy of the others' ids is read once in
+//! `refresh::FOREIGN_ROUNDS` rounds. Without Leases (no cluster, or they cannot be read) a
 //! replica refreshes everything, as one replica would.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -81,6 +83,8 @@ pub struct Membership {
     api: Api<Lease>,
     pod: String,
     fleet: String,
+    /// Set when the replica stops: the Lease is not renewed again.
+    left: AtomicBool,
 }
 
 impl Membership {
@@ -89,6 +93,7 @@ impl Membership {
             api: Api::namespaced(client, namespace),
             pod: pod.into(),
             fleet: fleet.into(),
+            left: AtomicBool::new(false),
         }
     }
 
@@ -160,8 +165,16 @@ impl Membership {
 
     /// Deletes this replica's Lease (at shutdown: its ids move at once).
     pub async fn leave(&self) {
-        if let Err(e) = self.api.delete(&self.pod, &DeleteParams::default()).await {
-            tracing::debug!(error = %e, "could not delete the refresh Lease; it expires");
+        self.left.store(true, Ordering::SeqCst);
+        // Bounded: an unreachable API server must not hold up the shutdown; the Lease expires.
+        let params = DeleteParams::default();
+        let delete = self.api.delete(&self.pod, &params);
+        match tokio::time::timeout(Duration::from_secs(2), delete).await {
+            Ok(Ok(_)) => tracing::debug!("refresh Lease deleted"),
+            Ok(Err(e)) => {
+                tracing::debug!(error = %e, "could not delete the refresh Lease; it expires")
+            }
+            Err(_) => tracing::debug!("deleting the refresh Lease timed out; it expires"),
         }
     }
 
@@ -170,8 +183,14 @@ impl Membership {
     pub fn spawn(self: Arc<Self>, shard: Arc<Shard>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let mut alone = false;
-            loop {
-                match tokio::time::timeout(RENEW, self.renew()).await {
+            while !self.left.load(Ordering::SeqCst) {
+                let renewed = tokio::time::timeout(RENEW, self.renew()).await;
+                if self.left.load(Ordering::SeqCst) {
+                    // A renewal that raced the shutdown put the Lease back.
+                    self.leave().await;
+                    return;
+                }
+                match renewed {
                     Ok(Ok(live)) => {
                         if alone {
                             tracing::info!(
@@ -276,5 +295,16 @@ mod tests {
         assert_eq!(a.renew().await.unwrap(), vec!["pod-a", "pod-b"]);
         b.leave().await;
         assert_eq!(a.renew().await.unwrap(), vec!["pod-a"]);
+    }
+
+    #[tokio::test]
+    async fn leaving_does_not_wait_for_a_hung_api_server() {
+        let store = crate::claims::memory::MemoryLeases::new();
+        let a = Membership::new(store.client(), "lbguard-system", "pod-a", "lbguard");
+        a.renew().await.unwrap();
+        store.set_delay(Duration::from_secs(60));
+        let t = std::time::Instant::now();
+        a.leave().await;
+        assert!(t.elapsed() < Duration::from_secs(5), "{:?}", t.elapsed());
     }
 }

@@ -4,13 +4,15 @@
 //! id is denied by `lb-exists`, a reused load balancer gets its address type from the cloud
 //! (the mutating webhook), and a listener the cloud already has is not taken twice.
 
+use std::time::Duration;
+
 use base64::Engine;
 use serde_json::{Value, json};
 
 use crate::Env;
 use crate::common::mock_cloud::{AK, Mock, REGION, SK};
 use crate::install::{EXAMPLES, NS, of_kind, render, values};
-use crate::plane::{apply, apply_ok, call, delete, namespace};
+use crate::plane::{apply, apply_ok, call, delete, eventually, namespace};
 
 const APP_NS: &str = "cloud-e2e";
 
@@ -120,6 +122,9 @@ pub async fn run(env: &mut Env) {
         .chain([("SSL_CERT_FILE".to_string(), ca.display().to_string())])
         .collect();
     let saved_config = std::fs::read_to_string(&env.lbguard.config).unwrap();
+    // A short refresh, so a few rounds fit in the test.
+    config["inventory"]["cloud"]["refresh"] = json!("2s");
+    config["inventory"]["cloud"]["qps"] = json!(1000);
     env.lbguard.reconfigure(|c| *c = config.clone()).await;
 
     namespace(&admin, APP_NS).await;
@@ -153,6 +158,8 @@ pub async fn run(env: &mut Env) {
     );
     mock.assert_clean().await;
     assert!(mock.calls("alibaba/DescribeLoadBalancerAttribute").await >= 1);
+    fleet_refreshes_once(env, &mock).await;
+    a_stopping_replica_deletes_its_lease(env).await;
 
     // Put the suite's install back.
     let _ = delete(&admin, &service("web", "lb-2ze-public", 80)).await;
@@ -165,4 +172,93 @@ pub async fn run(env: &mut Env) {
     env.lbguard.env = saved_env;
     let saved: Value = lbguard::yaml::from_str(&saved_config).unwrap();
     env.lbguard.reconfigure(|c| *c = saved.clone()).await;
+}
+
+/// Both replicas hold a Lease in their namespace and split the load balancers: the cloud sees
+/// about one replica's refresh calls (and a sixth more for the audit), not two replicas'.
+async fn fleet_refreshes_once(env: &Env, mock: &Mock) {
+    const N: usize = 30;
+    const OP: &str = "alibaba/DescribeLoadBalancerAttribute";
+    let admin = env.admin[0].clone();
+    // The replicas' POD_NAME (tests/e2e/install.rs).
+    let names: Vec<String> = (0..env.lbguard.replicas.len())
+        .map(|i| format!("lbguard-{i}"))
+        .collect();
+    let leases = format!(
+        "/apis/coordination.k8s.io/v1/namespaces/{NS}/leases?labelSelector=lbguard.io%2Frefresh-fleet"
+    );
+    let held = eventually(
+        Duration::from_secs(30),
+        "a refresh Lease per replica",
+        || {
+            let (admin, leases, names) = (admin.clone(), leases.clone(), names.clone());
+            async move {
+                let r = call(&admin, "GET", &leases, None).await;
+                let mut held: Vec<String> = r.body["items"]
+                    .as_array()?
+                    .iter()
+                    .filter_map(|l| l["metadata"]["name"].as_str().map(String::from))
+                    .collect();
+                held.sort();
+                (held.len() == names.len()).then_some(held)
+            }
+        },
+    )
+    .await;
+    let mut want = names.clone();
+    want.sort();
+    assert_eq!(held, want, "the Leases are named after the pods");
+    mock.control("bulk", json!({"provider": "alibaba", "count": N}))
+        .await;
+    // In lbguard's own namespace, which the webhook never sees (these load balancers are in
+    // another VPC): only the refresh reads them, as Services the cluster names.
+    let bulk = |i: usize| {
+        let mut s = service(&format!("bulk-{i}"), &format!("lb-bulk-{i}"), 5000);
+        s["metadata"]["namespace"] = json!(NS);
+        s
+    };
+    for i in 0..N {
+        let r = apply(&admin, &bulk(i)).await;
+        assert!(r.ok(), "{} {}", r.status, r.body);
+    }
+    // Each replica sees the other once both renewed (every 10 s).
+    tokio::time::sleep(Duration::from_secs(12)).await;
+    mock.control("reset", json!({})).await;
+    // Six rounds of 2 s: one replica alone makes about 6 N calls; two that shared nothing,
+    // 12 N. Shared, about 7 N: each reads its own part every round and, for its audit, the
+    // other's part once in six rounds.
+    let window = Duration::from_secs(12);
+    tokio::time::sleep(window).await;
+    let calls = mock.calls(OP).await as usize;
+    assert!(
+        (4 * N..=9 * N).contains(&calls),
+        "{calls} calls in {window:?} for {N} load balancers and 2 replicas"
+    );
+    for i in 0..N {
+        let _ = delete(&admin, &bulk(i)).await;
+    }
+}
+
+/// SIGTERM: the replica deletes its refresh Lease, so the other takes its load balancers at
+/// its next renewal instead of after the Lease expires.
+async fn a_stopping_replica_deletes_its_lease(env: &mut Env) {
+    let admin = env.admin[0].clone();
+    let lease = format!("/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/lbguard-1");
+    assert_eq!(call(&admin, "GET", &lease, None).await.status, 200);
+    let log = {
+        let p = env.lbguard.replicas[1].proc.as_mut().unwrap();
+        p.terminate(Duration::from_secs(30));
+        p.tail(5)
+    };
+    assert!(
+        log.contains("stopped"),
+        "replica 1 did not stop cleanly:\n{log}"
+    );
+    env.lbguard.replicas[1].proc = None;
+    assert_eq!(
+        call(&admin, "GET", &lease, None).await.status,
+        404,
+        "the stopped replica's Lease is still there"
+    );
+    env.lbguard.start_replica(1).await;
 }
