@@ -27,17 +27,20 @@ pub struct ExportArgs {
     /// Print only the exported rule ids, comma separated (for webhook.skipExportedRules).
     #[arg(long, conflicts_with = "list")]
     pub ids: bool,
-    /// The config's defaults as a MutatingAdmissionPolicy: auto writes admissionregistration
-    /// v1 for Kubernetes 1.36+ (or an unknown version), v1beta1 for 1.34-1.35, none before.
+    /// Which API the config's defaults are exported with, as a MutatingAdmissionPolicy.
     #[arg(long, value_enum, default_value_t = MutatingApi::Auto)]
     pub mutating: MutatingApi,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
 pub enum MutatingApi {
+    /// v1 for Kubernetes 1.36+ or an unknown version, v1beta1 for 1.34-1.35, none before.
     Auto,
+    /// admissionregistration.k8s.io/v1 (Kubernetes 1.36+).
     V1,
+    /// admissionregistration.k8s.io/v1beta1 (Kubernetes 1.34-1.35, beta API enabled).
     V1beta1,
+    /// No MutatingAdmissionPolicy: the webhook keeps every default.
     Off,
 }
 
