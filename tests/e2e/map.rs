@@ -9,7 +9,6 @@
 //! Service stored with no mutation at all.
 
 use std::collections::BTreeMap;
-use std::process::Command;
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -281,19 +280,7 @@ struct Outcome {
 }
 
 fn export(env: &Env, args: &[&str]) -> Vec<Value> {
-    let out = Command::new(env!("CARGO_BIN_EXE_lbguard"))
-        .arg("export-vap")
-        .arg(format!("--config={}", env.lbguard.config.display()))
-        .arg("--cluster-version=v1.36.2")
-        .args(args)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    lbguard::yaml::documents(&String::from_utf8(out.stdout).unwrap())
+    lbguard::yaml::documents(&crate::vap::export(env, args))
         .into_iter()
         .map(|d| d.unwrap())
         .filter(|o: &Value| {

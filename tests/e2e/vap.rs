@@ -14,7 +14,8 @@ use crate::examples::{UPDATES, check, rule_ids, services, single_files};
 use crate::install::EXAMPLES;
 use crate::plane::{self, Reply, call, collection, eventually, object_path};
 
-fn export(env: &Env, args: &[&str]) -> String {
+/// `lbguard export-vap` with the suite's config, for a 1.36 cluster.
+pub fn export(env: &Env, args: &[&str]) -> String {
     let out = Command::new(env!("CARGO_BIN_EXE_lbguard"))
         .arg("export-vap")
         .arg(format!("--config={}", env.lbguard.config.display()))
