@@ -56,7 +56,10 @@ pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, St
         return Err("the cloud source needs a region: --region or inventory.cloud.region".into());
     }
     let dir = cfg.credentials_dir.as_deref().map(std::path::Path::new);
-    let creds = crate::cloud::creds::CredStore::load(provider, dir).map_err(|e| e.to_string())?;
+    let creds = crate::cloud::creds::CredStore::configured(provider, dir, &cfg.credentials, &|n| {
+        std::env::var(n).ok()
+    })
+    .map_err(|e| e.to_string())?;
     Cloud::new(
         provider,
         cfg,

@@ -1,11 +1,17 @@
-//! Cloud credentials: files in a directory (a Secret volume), re-read when they change, or
-//! the environment. Never printed: `Debug` shows the key id's first characters only.
+//! Cloud credentials: an access key in files (a Secret volume, re-read when they change) or
+//! the environment, or short-lived ones from the cloud's identity services (`identity`),
+//! renewed before they expire. Never printed: `Debug` shows the key id's first characters only.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
-use arc_swap::ArcSwap;
+use arc_swap::ArcSwapOption;
 
+use super::http::Http;
+use super::identity::{self, Issued, Issuer, Selected};
+use super::outcome::CloudError;
+use crate::vocab::config::CredentialsConfig;
 use crate::vocab::provider::Provider;
 
 #[derive(Clone, PartialEq, Eq)]
@@ -185,53 +191,231 @@ impl Creds {
     }
 }
 
+/// Where the credentials come from.
+enum Source {
+    /// Fixed (tests, or the environment read once).
+    Fixed,
+    /// Files in a Secret volume, re-read by [`CredStore::reload`].
+    Files(PathBuf),
+    /// Short-lived ones from a provider of the cloud's chain, renewed before they expire.
+    Issuer(Box<dyn Issuer>),
+}
+
+/// Credentials in use, and when they stop working.
+struct Held {
+    creds: Arc<Creds>,
+    expires: Option<SystemTime>,
+    renew_at: Option<SystemTime>,
+}
+
+/// How long one exchange may take when no admission waits for it.
+const BACKGROUND_EXCHANGE: Duration = Duration::from_secs(10);
+/// After a failed renewal, the next try waits this long (the last good credentials serve).
+const RETRY_AFTER: Duration = Duration::from_secs(10);
+
 /// Where the credentials come from, and the last good ones.
 pub struct CredStore {
     provider: Provider,
-    dir: Option<PathBuf>,
-    current: ArcSwap<Creds>,
+    source: Source,
+    current: ArcSwapOption<Held>,
+    /// One exchange at a time; the others wait for it or use what is held.
+    renewing: tokio::sync::Mutex<()>,
+    /// No renewal before this (after a failure).
+    quiet_until: Mutex<Option<SystemTime>>,
     seen: Mutex<Vec<String>>,
 }
 
 impl std::fmt::Debug for CredStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CredStore({:?})", self.dir)
+        write!(f, "CredStore({})", self.describe())
     }
 }
 
 impl CredStore {
+    fn new(provider: Provider, source: Source, creds: Option<Creds>) -> Arc<Self> {
+        let seen = creds.as_ref().map(fingerprint).unwrap_or_default();
+        Arc::new(Self {
+            provider,
+            source,
+            current: ArcSwapOption::from(creds.map(|c| {
+                Arc::new(Held {
+                    creds: Arc::new(c),
+                    expires: None,
+                    renew_at: None,
+                })
+            })),
+            renewing: tokio::sync::Mutex::new(()),
+            quiet_until: Mutex::new(None),
+            seen: Mutex::new(seen),
+        })
+    }
+
     /// From the directory, or the process environment when there is none.
     pub fn load(provider: Provider, dir: Option<&Path>) -> Result<Arc<Self>, CredsError> {
-        let creds = match dir {
-            Some(d) => Creds::from_dir(d, provider)?,
-            None => Creds::from_env(provider, |n| std::env::var(n).ok())?,
-        };
-        Ok(Arc::new(Self {
-            provider,
-            dir: dir.map(Path::to_path_buf),
-            seen: Mutex::new(fingerprint(&creds)),
-            current: ArcSwap::from_pointee(creds),
-        }))
+        Self::configured(provider, dir, &CredentialsConfig::default(), &|n| {
+            std::env::var(n).ok()
+        })
+    }
+
+    /// From the directory (an access key), or the provider `cfg.source` names in the cloud
+    /// SDK's chain, reading `env`. Nothing is fetched yet: the first call does.
+    pub fn configured(
+        provider: Provider,
+        dir: Option<&Path>,
+        cfg: &CredentialsConfig,
+        env: identity::Env<'_>,
+    ) -> Result<Arc<Self>, CredsError> {
+        if let Some(d) = dir {
+            let creds = Creds::from_dir(d, provider)?;
+            return Ok(Self::new(
+                provider,
+                Source::Files(d.to_path_buf()),
+                Some(creds),
+            ));
+        }
+        Ok(match identity::select(provider, cfg, env)? {
+            Selected::Static(creds) => Self::new(provider, Source::Fixed, Some(creds)),
+            Selected::Issuer(issuer) => Self::new(provider, Source::Issuer(issuer), None),
+        })
     }
 
     /// Fixed credentials (tests, `check`).
     pub fn fixed(provider: Provider, creds: Creds) -> Arc<Self> {
-        Arc::new(Self {
-            provider,
-            dir: None,
-            seen: Mutex::new(fingerprint(&creds)),
-            current: ArcSwap::from_pointee(creds),
-        })
+        Self::new(provider, Source::Fixed, Some(creds))
     }
 
-    pub fn get(&self) -> Arc<Creds> {
-        self.current.load_full()
+    /// Short-lived credentials from `issuer`, renewed (tests).
+    pub fn issued(provider: Provider, issuer: Box<dyn Issuer>) -> Arc<Self> {
+        Self::new(provider, Source::Issuer(issuer), None)
+    }
+
+    /// Where the credentials come from, for the log (no secret).
+    pub fn describe(&self) -> String {
+        match &self.source {
+            Source::Fixed => "an access key".into(),
+            Source::Files(d) => format!("an access key in {}", d.display()),
+            Source::Issuer(i) => i.describe(),
+        }
+    }
+
+    /// The credentials held now, if any (whether they still work or not).
+    pub fn get(&self) -> Option<Arc<Creds>> {
+        self.current.load().as_ref().map(|h| Arc::clone(&h.creds))
+    }
+
+    /// Credentials to sign with. Short-lived ones past their renewal time are renewed in the
+    /// background while they still work; once they have expired (or before the first), the
+    /// caller waits for an exchange of at most `budget`. A failed exchange is
+    /// [`CloudError::Credentials`] with its cause; the last good credentials serve until they
+    /// expire.
+    pub async fn current(
+        self: &Arc<Self>,
+        http: &Http,
+        budget: Duration,
+    ) -> Result<Arc<Creds>, CloudError> {
+        let now = SystemTime::now();
+        if let Some(held) = self.current.load_full() {
+            let expired = held.expires.is_some_and(|e| e <= now);
+            if !expired {
+                if held.renew_at.is_some_and(|r| r <= now) && self.may_renew(now) {
+                    let me = Arc::clone(self);
+                    let http = http.clone();
+                    tokio::spawn(async move {
+                        if let Ok(_guard) = me.renewing.try_lock() {
+                            let _ = me.exchange(&http, BACKGROUND_EXCHANGE).await;
+                        }
+                    });
+                }
+                return Ok(Arc::clone(&held.creds));
+            }
+        }
+        if !matches!(self.source, Source::Issuer(_)) {
+            return Err(CloudError::Credentials(
+                "no credentials are configured".into(),
+            ));
+        }
+        let waited = tokio::time::timeout(budget, self.renewing.lock()).await;
+        let Ok(_guard) = waited else {
+            return Err(CloudError::Credentials(format!(
+                "{}: still being renewed after {} ms",
+                self.describe(),
+                budget.as_millis()
+            )));
+        };
+        // Another caller may have renewed them while this one waited.
+        if let Some(held) = self.current.load_full()
+            && held.expires.is_none_or(|e| e > SystemTime::now())
+        {
+            return Ok(Arc::clone(&held.creds));
+        }
+        self.exchange(http, budget).await
+    }
+
+    fn may_renew(&self, now: SystemTime) -> bool {
+        let quiet = self.quiet_until.lock().unwrap_or_else(|p| p.into_inner());
+        quiet.is_none_or(|q| q <= now)
+    }
+
+    /// One exchange at the issuer (the caller holds `renewing`).
+    async fn exchange(&self, http: &Http, budget: Duration) -> Result<Arc<Creds>, CloudError> {
+        let Source::Issuer(issuer) = &self.source else {
+            return Err(CloudError::Credentials(
+                "no credentials are configured".into(),
+            ));
+        };
+        let ctx = identity::Ctx { http, budget };
+        let issued = match tokio::time::timeout(budget, issuer.issue(&ctx)).await {
+            Ok(Ok(issued)) => issued,
+            Ok(Err(e)) => return Err(self.failed(issuer.as_ref(), e)),
+            Err(_) => {
+                return Err(self.failed(issuer.as_ref(), CloudError::Timeout(budget.as_millis())));
+            }
+        };
+        let issued = self.with_project(issued);
+        let creds = Arc::new(issued.creds);
+        self.current.store(Some(Arc::new(Held {
+            creds: Arc::clone(&creds),
+            expires: issued.expires,
+            renew_at: issued.renew_at,
+        })));
+        *self.quiet_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        tracing::info!(
+            source = %issuer.describe(),
+            expires = ?issued.expires.map(time::OffsetDateTime::from),
+            "cloud credentials renewed"
+        );
+        Ok(creds)
+    }
+
+    fn failed(&self, issuer: &dyn Issuer, e: CloudError) -> CloudError {
+        *self.quiet_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(SystemTime::now() + RETRY_AFTER);
+        let e = match e {
+            CloudError::Credentials(m) => {
+                CloudError::Credentials(format!("{}: {m}", issuer.describe()))
+            }
+            other => CloudError::Credentials(format!("{}: {other}", issuer.describe())),
+        };
+        tracing::warn!(error = %e, "cannot renew the cloud credentials");
+        e
+    }
+
+    /// Huawei's ELB path needs the project id: one the issuer did not give comes from the
+    /// credentials held before.
+    fn with_project(&self, mut issued: Issued) -> Issued {
+        if self.provider == Provider::Huawei
+            && issued.creds.project_id.is_none()
+            && let Some(held) = self.current.load_full()
+        {
+            issued.creds.project_id = held.creds.project_id.clone();
+        }
+        issued
     }
 
     /// Re-reads the files; `Ok(true)` when new credentials were swapped in. A broken
     /// set (a key id without its secret mid-rotation) keeps the last good one.
     pub fn reload(&self) -> Result<bool, CredsError> {
-        let Some(dir) = &self.dir else {
+        let Source::Files(dir) = &self.source else {
             return Ok(false);
         };
         let creds = Creds::from_dir(dir, self.provider)?;
@@ -240,9 +424,18 @@ impl CredStore {
         if *seen == print {
             return Ok(false);
         }
-        self.current.store(Arc::new(creds));
+        self.current.store(Some(Arc::new(Held {
+            creds: Arc::new(creds),
+            expires: None,
+            renew_at: None,
+        })));
         *seen = print;
         Ok(true)
+    }
+
+    /// Whether [`Self::reload`] has anything to re-read.
+    pub fn has_files(&self) -> bool {
+        matches!(self.source, Source::Files(_))
     }
 }
 
@@ -266,16 +459,16 @@ mod tests {
         std::fs::write(d.join("accessKeyId"), "AKID1\n").unwrap();
         std::fs::write(d.join("accessKeySecret"), "secret-1\n").unwrap();
         let store = CredStore::load(Provider::Alibaba, Some(d)).unwrap();
-        assert_eq!(store.get().access_key_id, "AKID1");
-        assert_eq!(store.get().security_token, None);
+        assert_eq!(store.get().unwrap().access_key_id, "AKID1");
+        assert_eq!(store.get().unwrap().security_token, None);
         assert!(!store.reload().unwrap());
         std::fs::write(d.join("accessKeySecret"), "secret-2").unwrap();
         assert!(store.reload().unwrap());
-        assert_eq!(store.get().access_key_secret, "secret-2");
+        assert_eq!(store.get().unwrap().access_key_secret, "secret-2");
         std::fs::remove_file(d.join("accessKeySecret")).unwrap();
         let e = store.reload().unwrap_err().to_string();
         assert!(e.contains("accessKeySecret"), "{e}");
-        assert_eq!(store.get().access_key_secret, "secret-2");
+        assert_eq!(store.get().unwrap().access_key_secret, "secret-2");
     }
 
     #[cfg(unix)]
@@ -348,5 +541,111 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(e.contains("LBGUARD_CLOUD_ACCESS_KEY_ID"), "{e}");
+    }
+
+    /// Hands out numbered credentials living `life`, or fails while `fail` is set.
+    struct Counter {
+        n: std::sync::atomic::AtomicU32,
+        fail: std::sync::atomic::AtomicBool,
+        life: Duration,
+    }
+
+    impl Issuer for Arc<Counter> {
+        fn describe(&self) -> String {
+            "a test issuer".into()
+        }
+        fn issue<'a>(
+            &'a self,
+            _: &'a identity::Ctx<'a>,
+        ) -> futures::future::BoxFuture<'a, Result<Issued, CloudError>> {
+            Box::pin(async move {
+                use std::sync::atomic::Ordering;
+                if self.fail.load(Ordering::SeqCst) {
+                    return Err(CloudError::Throttled("HTTP 400 Throttling".into()));
+                }
+                let n = self.n.fetch_add(1, Ordering::SeqCst) + 1;
+                let creds = Creds {
+                    access_key_id: format!("STS.{n}"),
+                    access_key_secret: "s".into(),
+                    security_token: Some("t".into()),
+                    project_id: None,
+                };
+                Ok(Issued::expiring(
+                    creds,
+                    SystemTime::now() + self.life,
+                    self.life / 2,
+                ))
+            })
+        }
+    }
+
+    #[tokio::test]
+    async fn issued_credentials_are_renewed_and_the_last_good_serve_until_they_expire() {
+        use std::sync::atomic::Ordering;
+        let http = Http::new(&[]).unwrap();
+        let counter = Arc::new(Counter {
+            n: 0.into(),
+            fail: false.into(),
+            life: Duration::from_millis(400),
+        });
+        let store = CredStore::issued(Provider::Alibaba, Box::new(Arc::clone(&counter)));
+        assert!(
+            store.get().is_none(),
+            "nothing is fetched before the first call"
+        );
+        let wait = Duration::from_secs(2);
+        assert_eq!(
+            store.current(&http, wait).await.unwrap().access_key_id,
+            "STS.1"
+        );
+        assert_eq!(
+            store.current(&http, wait).await.unwrap().access_key_id,
+            "STS.1"
+        );
+        // Past the renewal time, the call still gets the held ones; the renewal runs behind it.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(
+            store.current(&http, wait).await.unwrap().access_key_id,
+            "STS.1"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert_eq!(
+            store.current(&http, wait).await.unwrap().access_key_id,
+            "STS.2"
+        );
+        // The issuer fails: the held credentials serve until they expire, then the cause shows.
+        counter.fail.store(true, Ordering::SeqCst);
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        assert_eq!(
+            store.current(&http, wait).await.unwrap().access_key_id,
+            "STS.2"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+        let e = store.current(&http, wait).await.unwrap_err();
+        assert_eq!(e.label(), "credentials_error");
+        let m = e.to_string();
+        assert!(
+            m.contains("a test issuer") && m.contains("throttled"),
+            "{m}"
+        );
+        // Recovered: the next call waits for an exchange.
+        counter.fail.store(false, Ordering::SeqCst);
+        *store.quiet_until.lock().unwrap() = None;
+        assert_eq!(
+            store.current(&http, wait).await.unwrap().access_key_id,
+            "STS.3"
+        );
+    }
+
+    #[test]
+    fn a_source_the_provider_lacks_is_refused() {
+        let cfg = CredentialsConfig {
+            source: crate::vocab::config::CredentialSource::Oidc,
+            ..Default::default()
+        };
+        let e = CredStore::configured(Provider::Ctyun, None, &cfg, &|_| None)
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("only an access key"), "{e}");
     }
 }

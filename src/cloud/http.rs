@@ -65,7 +65,9 @@ impl Http {
         http.set_nodelay(true);
         let https = hyper_rustls::HttpsConnectorBuilder::new()
             .with_tls_config(tls)
-            .https_only()
+            // Plain http only for the instance metadata services (link-local, never proxied);
+            // the load balancer, STS and IAM endpoints are checked to be https where configured.
+            .https_or_http()
             .enable_http1()
             .wrap_connector(http);
         let client = Client::builder(TokioExecutor::new())

@@ -12,6 +12,7 @@
 
 pub mod creds;
 pub mod http;
+pub mod identity;
 pub mod outcome;
 pub mod sign;
 pub mod transport;
@@ -136,6 +137,9 @@ pub type RegionSource = Arc<dyn Fn() -> Option<String> + Send + Sync>;
 
 /// The clock the cache and the bucket read (tests pass their own).
 pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
+
+/// How long the background refresh waits for credentials being exchanged.
+const CREDENTIALS_BACKGROUND: Duration = Duration::from_secs(10);
 
 /// The cloud source: one per server, shared by every admission.
 pub struct Cloud {
@@ -404,10 +408,28 @@ impl Cloud {
                 "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
             )
         })?;
+        let wait = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => CREDENTIALS_BACKGROUND,
+        };
+        let creds = match self.creds.current(&self.http, wait).await {
+            Ok(c) => c,
+            Err(e) => {
+                self.metrics
+                    .requests
+                    .get_or_create(&ApiLabels {
+                        provider: self.provider.as_str(),
+                        operation: "Credentials",
+                        result: e.label(),
+                    })
+                    .inc();
+                return Err(e);
+            }
+        };
         let call = Call {
             cloud: self,
             region: &region,
-            creds: self.creds.get(),
+            creds,
             deadline,
             tokens,
         };

@@ -30,6 +30,10 @@ pub enum CloudError {
     /// An error answer of the cloud's own shape that no mapping knows.
     #[error("{0}")]
     Other(String),
+    /// No credentials to sign with: the STS, IAM, metadata or pod-identity endpoint failed
+    /// (its cause in the text), and the last good credentials have expired.
+    #[error("no cloud credentials: {0}")]
+    Credentials(String),
 }
 
 impl CloudError {
@@ -45,6 +49,7 @@ impl CloudError {
             CloudError::BadEndpoint(_) => "bad_endpoint",
             CloudError::Connect(_) => "connect_error",
             CloudError::Other(_) => "error",
+            CloudError::Credentials(_) => "credentials_error",
         }
     }
 
@@ -57,6 +62,7 @@ impl CloudError {
                 | CloudError::Server(_)
                 | CloudError::Budget
                 | CloudError::Connect(_)
+                | CloudError::Credentials(_)
         )
     }
 
@@ -70,6 +76,7 @@ impl CloudError {
             CloudError::BadEndpoint(s) => CloudError::BadEndpoint(f(&s)),
             CloudError::Connect(s) => CloudError::Connect(f(&s)),
             CloudError::Other(s) => CloudError::Other(f(&s)),
+            CloudError::Credentials(s) => CloudError::Credentials(f(&s)),
             e @ (CloudError::Timeout(_) | CloudError::Budget) => e,
         }
     }

@@ -331,9 +331,12 @@ fn start_cloud(
     };
     let cfg = &config.inventory.cloud;
     let dir = cfg.credentials_dir.as_deref().map(std::path::Path::new);
-    let creds = crate::cloud::creds::CredStore::load(provider, dir)
-        .context("loading the cloud credentials")?;
-    if dir.is_some() {
+    let creds = crate::cloud::creds::CredStore::configured(provider, dir, &cfg.credentials, &|n| {
+        std::env::var(n).ok()
+    })
+    .context("loading the cloud credentials")?;
+    tracing::info!(source = %creds.describe(), "cloud credentials");
+    if creds.has_files() {
         let me = Arc::clone(&creds);
         crate::reload::spawn_poll(
             "cloud credentials",

@@ -433,6 +433,50 @@ pub struct CloudConfig {
     pub on_error: OnCloudError,
     /// Load balancers cached at most (least recently used out first).
     pub cache_size: u32,
+    /// Where the credentials come from when `credentialsDir` is not set.
+    pub credentials: CredentialsConfig,
+}
+
+/// `inventory.cloud.credentials`: which of the cloud SDK's credential providers lbguard uses.
+#[derive(Debug, Clone, Default, Deserialize, Serialize)]
+#[serde(default, deny_unknown_fields, rename_all = "camelCase")]
+pub struct CredentialsConfig {
+    pub source: CredentialSource,
+    /// Replaces the STS endpoint the SDK would use (its environment variable wins otherwise).
+    pub sts_endpoint: Option<String>,
+    /// Replaces Huawei's IAM endpoint (federated OIDC, the project id).
+    pub iam_endpoint: Option<String>,
+    /// Replaces the instance metadata service (`http://100.100.100.200` on Alibaba,
+    /// `http://169.254.169.254` on Huawei, `http://100.96.0.96` on Volcengine).
+    pub metadata_endpoint: Option<String>,
+}
+
+/// `auto` is the cloud SDK's own default chain; the others pick one provider of it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum CredentialSource {
+    #[default]
+    Auto,
+    /// An access key: `credentialsDir`, or the environment.
+    Static,
+    /// A ServiceAccount token exchanged at the cloud's STS (RRSA, Huawei OIDC, Volcengine OIDC).
+    Oidc,
+    /// CCE pod identity.
+    PodIdentity,
+    /// The instance's role, from the metadata service.
+    Metadata,
+}
+
+impl CredentialSource {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            CredentialSource::Auto => "auto",
+            CredentialSource::Static => "static",
+            CredentialSource::Oidc => "oidc",
+            CredentialSource::PodIdentity => "podIdentity",
+            CredentialSource::Metadata => "metadata",
+        }
+    }
 }
 
 impl Default for CloudConfig {
@@ -447,6 +491,7 @@ impl Default for CloudConfig {
             qps: 5,
             on_error: OnCloudError::Warn,
             cache_size: 10_000,
+            credentials: CredentialsConfig::default(),
         }
     }
 }
@@ -595,6 +640,56 @@ impl Config {
         }
         if cloud.qps == 0 {
             problems.push("inventory.cloud.qps: must be at least 1".into());
+        }
+        let source = cloud.credentials.source;
+        if cloud.credentials_dir.is_some()
+            && !matches!(source, CredentialSource::Auto | CredentialSource::Static)
+        {
+            problems.push(format!(
+                "inventory.cloud.credentialsDir holds an access key, but inventory.cloud.credentials.source is {}: unset one of them",
+                source.as_str()
+            ));
+        }
+        let offered: &[CredentialSource] = match self.provider {
+            ProviderChoice::Fixed(Provider::Ctyun) => &[CredentialSource::Static],
+            ProviderChoice::Fixed(Provider::Huawei) => &[
+                CredentialSource::Static,
+                CredentialSource::Oidc,
+                CredentialSource::PodIdentity,
+                CredentialSource::Metadata,
+            ],
+            _ => &[
+                CredentialSource::Static,
+                CredentialSource::Oidc,
+                CredentialSource::Metadata,
+            ],
+        };
+        if source != CredentialSource::Auto && !offered.contains(&source) {
+            let names: Vec<&str> = offered.iter().map(|s| s.as_str()).collect();
+            problems.push(format!(
+                "inventory.cloud.credentials.source: {} is not offered by this provider's SDK; use auto or one of {}",
+                source.as_str(),
+                names.join(", ")
+            ));
+        }
+        for (key, url) in [
+            ("stsEndpoint", &cloud.credentials.sts_endpoint),
+            ("iamEndpoint", &cloud.credentials.iam_endpoint),
+        ] {
+            if let Some(u) = url
+                && !(u.starts_with("https://") && u.len() > "https://".len())
+            {
+                problems.push(format!(
+                    "inventory.cloud.credentials.{key}: \"{u}\" is not an https URL"
+                ));
+            }
+        }
+        if let Some(u) = &cloud.credentials.metadata_endpoint
+            && !(u.starts_with("http://") || u.starts_with("https://"))
+        {
+            problems.push(format!(
+                "inventory.cloud.credentials.metadataEndpoint: \"{u}\" is not an http(s) URL"
+            ));
         }
         if let Some(e) = &cloud.endpoint
             && !(e.starts_with("https://") && e.len() > "https://".len())
