@@ -1211,11 +1211,27 @@ fn the_cloud_source_gets_its_config_and_the_secret_mounted_read_only() {
     assert_eq!(no_claims.kind("RoleBinding").len(), 1);
     // The address type default can come from the cloud: the mutating webhook is there.
     assert_eq!(r.kind("MutatingWebhookConfiguration").len(), 1);
-    // Without a Secret, or without a provider, the install fails with the reason.
+    // Without a provider, or with credentials that cannot work, the install fails with the reason.
     for (values, word) in [
         (
-            json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true}}}),
+            json!({"provider": "ctyun", "inventory": {"cloud": {"enabled": true}}}),
+            "only an access key",
+        ),
+        (
+            json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true, "credentials": {"source": "static"}}}}),
             "existingSecret",
+        ),
+        (
+            json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true, "existingSecret": "s", "credentials": {"source": "oidc"}}}}),
+            "unset one of them",
+        ),
+        (
+            json!({"provider": "huawei", "inventory": {"cloud": {"enabled": true, "credentials": {"ackRoleName": "r"}}}}),
+            "ACK RRSA",
+        ),
+        (
+            json!({"provider": "alibaba", "inventory": {"cloud": {"enabled": true, "credentials": {"ackRoleName": "r", "projectedToken": {"audience": "sts.aliyuncs.com"}}}}}),
+            "exclude each other",
         ),
         (
             json!({"inventory": {"cloud": {"enabled": true, "existingSecret": "s"}}}),
@@ -1298,4 +1314,123 @@ fn schema_knows_exactly_the_registered_rule_ids() {
             .contains("lb-id-imutable"),
         "{out}"
     );
+}
+
+/// The config the chart renders, as lbguard reads it.
+fn rendered_config(r: &Rendered) -> lbguard::config::Config {
+    let cm: ConfigMap = r.named("ConfigMap", "-config");
+    let text = &cm.data.unwrap()["config.yaml"];
+    lbguard::engine::parse_config(text, "rendered").unwrap()
+}
+
+#[test]
+fn workload_identity_needs_no_secret_ack_rrsa_through_its_webhook() {
+    let r = render(json!({
+        "provider": "alibaba",
+        "serviceAccount": {"labels": {"team": "net"}},
+        "inventory": {"cloud": {"enabled": true, "region": "cn-hangzhou",
+            "credentials": {"ackRoleName": "lbguard-slb-readonly"}}}
+    }));
+    every_object_parses(&r);
+    let sa: ServiceAccount = r.one("ServiceAccount");
+    let annotations = sa.metadata.annotations.unwrap();
+    assert_eq!(
+        annotations["pod-identity.alibabacloud.com/role-name"],
+        "lbguard-slb-readonly"
+    );
+    assert_eq!(sa.metadata.labels.unwrap()["team"], "net");
+    let d: Deployment = r.one("Deployment");
+    let pod = d.spec.unwrap().template;
+    assert_eq!(
+        pod.metadata.unwrap().labels.unwrap()["pod-identity.alibabacloud.com/injection"],
+        "on"
+    );
+    let spec = pod.spec.unwrap();
+    let volumes: Vec<String> = spec.volumes.unwrap().into_iter().map(|v| v.name).collect();
+    assert!(
+        !volumes.iter().any(|v| v.starts_with("cloud-")),
+        "the webhook mounts the token, no Secret: {volumes:?}"
+    );
+    let config = rendered_config(&r);
+    assert_eq!(config.inventory.cloud.credentials_dir, None);
+    assert_eq!(
+        config.inventory.cloud.credentials.source,
+        lbguard::config::CredentialSource::Auto
+    );
+}
+
+#[test]
+fn workload_identity_without_a_webhook_mounts_a_token_for_the_sts() {
+    for (provider, audience, variable, role) in [
+        (
+            "alibaba",
+            "sts.aliyuncs.com",
+            "ALIBABA_CLOUD_OIDC_TOKEN_FILE",
+            ("ALIBABA_CLOUD_ROLE_ARN", "acs:ram::1:role/lbguard"),
+        ),
+        (
+            "volcengine",
+            "sts.volcengine.com",
+            "VOLCENGINE_OIDC_TOKEN_FILE",
+            ("VOLCENGINE_OIDC_ROLE_TRN", "trn:iam::1:role/lbguard"),
+        ),
+        (
+            "huawei",
+            "lbguard-client",
+            "HUAWEICLOUD_OIDC_TOKEN_FILE",
+            ("HUAWEICLOUD_OIDC_AGENCY_URN", "iam::1:agency:lbguard"),
+        ),
+    ] {
+        let r = render(json!({
+            "provider": provider,
+            "inventory": {"cloud": {"enabled": true, "region": "r",
+                "credentials": {"source": "oidc", "stsEndpoint": "https://sts.internal",
+                    "projectedToken": {"audience": audience, "expirationSeconds": 7200},
+                    "env": {role.0: role.1}}}}
+        }));
+        every_object_parses(&r);
+        let d: Deployment = r.one("Deployment");
+        let spec = d.spec.unwrap().template.spec.unwrap();
+        let token = spec
+            .volumes
+            .unwrap()
+            .into_iter()
+            .find(|v| v.name == "cloud-token")
+            .unwrap_or_else(|| panic!("{provider}: no token volume"));
+        let source = &token.projected.unwrap().sources.unwrap()[0];
+        let sat = source.service_account_token.as_ref().unwrap();
+        assert_eq!(sat.audience.as_deref(), Some(audience), "{provider}");
+        assert_eq!(sat.expiration_seconds, Some(7200), "{provider}");
+        let c = &spec.containers[0];
+        let env = c.env.clone().unwrap();
+        let value = |n: &str| {
+            env.iter()
+                .find(|e| e.name == n)
+                .and_then(|e| e.value.clone())
+        };
+        assert_eq!(
+            value(variable).as_deref(),
+            Some("/var/run/secrets/lbguard/cloud-token/token"),
+            "{provider}"
+        );
+        assert_eq!(value(role.0).as_deref(), Some(role.1), "{provider}");
+        let mount = c
+            .volume_mounts
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|m| m.name == "cloud-token")
+            .unwrap();
+        assert_eq!(mount.read_only, Some(true));
+        let config = rendered_config(&r);
+        let creds = &config.inventory.cloud.credentials;
+        assert_eq!(creds.source, lbguard::config::CredentialSource::Oidc);
+        assert_eq!(creds.sts_endpoint.as_deref(), Some("https://sts.internal"));
+    }
+    // A secret in env is refused by the schema: it belongs in existingSecret.
+    let out = helm(
+        "schema",
+        &json!({"provider": "alibaba", "inventory": {"cloud": {"credentials": {"env": {"ALIBABA_CLOUD_ACCESS_KEY_SECRET": "x"}}}}}),
+    );
+    assert!(out["error"].as_str().is_some(), "{out}");
 }

@@ -48,6 +48,22 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- fail "inventory.cloud.enabled needs provider set to ctyun, alibaba, huawei or volcengine: lbguard must know which cloud to ask" -}}
 {{- end -}}
 {{- if .Values.inventory.cloud.enabled -}}
+{{- $c := .Values.inventory.cloud.credentials -}}
+{{- if and .Values.inventory.cloud.existingSecret (not (has $c.source (list "auto" "static"))) -}}
+{{- fail (printf "inventory.cloud.existingSecret holds an access key, but inventory.cloud.credentials.source is %s: unset one of them" $c.source) -}}
+{{- end -}}
+{{- if and (eq $c.source "static") (not .Values.inventory.cloud.existingSecret) -}}
+{{- fail "inventory.cloud.credentials.source static needs inventory.cloud.existingSecret: name the Secret holding accessKeyId and accessKeySecret (see the book's inventory page)" -}}
+{{- end -}}
+{{- if and (eq (toString .Values.provider) "ctyun") (not .Values.inventory.cloud.existingSecret) -}}
+{{- fail "inventory.cloud on CTyun needs inventory.cloud.existingSecret: CTyun's SDK offers only an access key" -}}
+{{- end -}}
+{{- if and $c.ackRoleName (ne (toString .Values.provider) "alibaba") -}}
+{{- fail "inventory.cloud.credentials.ackRoleName is for ACK RRSA: set provider alibaba, or use serviceAccount.annotations" -}}
+{{- end -}}
+{{- if and $c.ackRoleName $c.projectedToken.audience -}}
+{{- fail "inventory.cloud.credentials: ackRoleName (the webhook injects the token) and projectedToken.audience (the chart mounts one) exclude each other" -}}
+{{- end -}}
 {{- $cloudMs := include "lbguard.millis" .Values.inventory.cloud.timeout | atoi -}}
 {{- $claimsMs := 0 -}}
 {{- if .Values.config.claims.enabled -}}{{- $claimsMs = include "lbguard.millis" .Values.config.claims.timeout | atoi -}}{{- end -}}
@@ -58,8 +74,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- with .Values.inventory.cloud -}}
 {{- if .enabled -}}
-{{- $cloud := omit . "existingSecret" -}}
+{{- $cloud := omit . "existingSecret" "credentials" -}}
+{{- if .existingSecret -}}
 {{- $_ := set $cloud "credentialsDir" "/etc/lbguard/cloud" -}}
+{{- end -}}
+{{- $_ := set $cloud "credentials" (pick .credentials "source" "stsEndpoint" "iamEndpoint" "metadataEndpoint") -}}
 {{- $_ := set $config.inventory "cloud" $cloud -}}
 {{- end -}}
 {{- end -}}
@@ -119,5 +138,16 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- else if hasSuffix "m" $v -}}{{ mul (trimSuffix "m" $v | atoi) 60 }}
 {{- else if hasSuffix "s" $v -}}{{ trimSuffix "s" $v | atoi }}
 {{- else -}}{{ atoi $v }}
+{{- end -}}
+{{- end -}}
+
+
+{{/* The provider's variable naming an OIDC token file (the SDK's own name). */}}
+{{- define "lbguard.tokenFileEnv" -}}
+{{- $p := toString .Values.provider -}}
+{{- if eq $p "alibaba" -}}ALIBABA_CLOUD_OIDC_TOKEN_FILE
+{{- else if eq $p "huawei" -}}HUAWEICLOUD_OIDC_TOKEN_FILE
+{{- else if eq $p "volcengine" -}}VOLCENGINE_OIDC_TOKEN_FILE
+{{- else -}}{{- fail "inventory.cloud.credentials.projectedToken: CTyun's SDK offers only an access key" -}}
 {{- end -}}
 {{- end -}}
