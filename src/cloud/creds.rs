@@ -220,8 +220,9 @@ pub struct CredStore {
     current: ArcSwapOption<Held>,
     /// One exchange at a time; the others wait for it or use what is held.
     renewing: tokio::sync::Mutex<()>,
-    /// No renewal before this (after a failure).
-    quiet_until: Mutex<Option<SystemTime>>,
+    /// After a failure: no new exchange before this, and callers without good credentials
+    /// get that failure at once (a down STS is not asked once per admission).
+    quiet_until: Mutex<Option<(SystemTime, CloudError)>>,
     seen: Mutex<Vec<String>>,
 }
 
@@ -348,12 +349,34 @@ impl CredStore {
         {
             return Ok(Arc::clone(&held.creds));
         }
+        if let Some(e) = self.recent_failure(SystemTime::now()) {
+            return Err(e);
+        }
         self.exchange(http, budget).await
     }
 
     fn may_renew(&self, now: SystemTime) -> bool {
+        self.recent_failure(now).is_none()
+    }
+
+    fn recent_failure(&self, now: SystemTime) -> Option<CloudError> {
         let quiet = self.quiet_until.lock().unwrap_or_else(|p| p.into_inner());
-        quiet.is_none_or(|q| q <= now)
+        quiet
+            .as_ref()
+            .filter(|(until, _)| *until > now)
+            .map(|(_, e)| e.clone())
+    }
+
+    /// Gets the first credentials in the background, so the first admission does not wait.
+    pub fn warm(self: &Arc<Self>, http: &Http) {
+        if !matches!(self.source, Source::Issuer(_)) {
+            return;
+        }
+        let me = Arc::clone(self);
+        let http = http.clone();
+        tokio::spawn(async move {
+            let _ = me.current(&http, BACKGROUND_EXCHANGE).await;
+        });
     }
 
     /// One exchange at the issuer (the caller holds `renewing`).
@@ -388,8 +411,6 @@ impl CredStore {
     }
 
     fn failed(&self, issuer: &dyn Issuer, e: CloudError) -> CloudError {
-        *self.quiet_until.lock().unwrap_or_else(|p| p.into_inner()) =
-            Some(SystemTime::now() + RETRY_AFTER);
         let e = match e {
             CloudError::Credentials(m) => {
                 CloudError::Credentials(format!("{}: {m}", issuer.describe()))
@@ -397,6 +418,8 @@ impl CredStore {
             other => CloudError::Credentials(format!("{}: {other}", issuer.describe())),
         };
         tracing::warn!(error = %e, "cannot renew the cloud credentials");
+        *self.quiet_until.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some((SystemTime::now() + RETRY_AFTER, e.clone()));
         e
     }
 
@@ -628,8 +651,12 @@ mod tests {
             m.contains("a test issuer") && m.contains("throttled"),
             "{m}"
         );
-        // Recovered: the next call waits for an exchange.
+        // Until the retry time, callers get that failure without asking again.
         counter.fail.store(false, Ordering::SeqCst);
+        let again = store.current(&http, wait).await.unwrap_err();
+        assert_eq!(again, e);
+        assert_eq!(counter.n.load(Ordering::SeqCst), 2);
+        // Past it, the next call waits for an exchange.
         *store.quiet_until.lock().unwrap() = None;
         assert_eq!(
             store.current(&http, wait).await.unwrap().access_key_id,

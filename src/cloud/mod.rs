@@ -231,6 +231,11 @@ impl Cloud {
         }))
     }
 
+    /// Short-lived credentials are fetched at start, before the first admission needs them.
+    pub fn warm_credentials(self: &Arc<Self>) {
+        self.creds.warm(&self.http);
+    }
+
     fn now(&self) -> Instant {
         (self.clock)()
     }

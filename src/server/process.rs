@@ -362,6 +362,7 @@ fn start_cloud(
         replicas,
     )
     .context("setting up the cloud API client")?;
+    cloud.warm_credentials();
     tracing::info!(
         provider = %provider,
         region = cfg.region.as_deref().unwrap_or("(from the nodes)"),
