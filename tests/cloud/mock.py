@@ -11,7 +11,8 @@ the model does not have fails the request (HTTP 599) and is counted.
 Control, on the same server (unsigned, under /_mock/):
   POST /_mock/state   {"loadBalancers": [...], "region", "clusterId", "projectId"}
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
-  POST /_mock/creds   {"ak", "sk"}                        the one key pair accepted
+  POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and, when
+                      "token" is given, the one security token, else none is checked)
   POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token;
                       listeners404: Huawei's listener list answers "not found"
@@ -240,6 +241,10 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "auth":
             ak, sk = ak, sk + "-rotated-away"
         good = self.signed(provider, method, url._replace(path=signed_path), headers, raw, ak, sk)
+        want_token = STATE.get("token")
+        if want_token is not None:
+            name = "x-acs-security-token" if provider == "alibaba" else "X-Security-Token"
+            good = good and self.headers.get(name) == want_token
         if not good:
             with LOCK:
                 CALLS["badSignatures"] += 1
@@ -542,6 +547,7 @@ class Handler(BaseHTTPRequestHandler):
                                        "protocol": data.get("protocol", "TCP"), "owner": "external"})
             elif path == "/_mock/creds":
                 STATE["ak"], STATE["sk"] = data["ak"], data["sk"]
+                STATE["token"] = data.get("token")
             elif path == "/_mock/fault":
                 STATE["fault"], STATE["delay"] = data.get("mode"), data.get("delay", 0)
             elif path == "/_mock/prefix":

@@ -14,8 +14,12 @@ use crate::vocab::config::{CredentialSource, CredentialsConfig};
 use crate::vocab::provider::Provider;
 
 pub mod alibaba;
+pub mod alibaba_rrsa;
+pub mod answer;
 pub mod huawei;
+pub mod imds;
 pub mod volcengine;
+pub mod volcengine_oidc;
 
 /// Credentials an issuer handed out, and when to get new ones.
 #[derive(Debug, Clone)]

@@ -1,0 +1,153 @@
+//! The Alibaba Cloud and Volcengine identity stand-ins (tests/cloud/identity_alibaba_volc.py)
+//! as a test helper: STS on HTTPS with its own certificate, the metadata services on plain
+//! HTTP, both on loopback; and the clouds' own credential providers run against them
+//! (tests/cloud/identity_sdk.py). Included with `#[path]` next to `mod common;`.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::common::{Client, write_pair};
+
+const STAND_IN: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/tests/cloud/identity_alibaba_volc.py"
+);
+const SDK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cloud/identity_sdk.py");
+
+/// Whether the SDKs' credential providers are installed (scripts/test installs them).
+pub fn sdks_present() -> bool {
+    Command::new("python3")
+        .args([
+            "-c",
+            "import alibabacloud_credentials.provider, volcenginesdkcore.auth.providers",
+        ])
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+pub struct StandIn {
+    child: Child,
+    client: Client,
+    pub ca_pem: String,
+    pub ca_file: std::path::PathBuf,
+    /// `https://localhost:<port>`
+    pub sts: String,
+    /// `localhost:<port>`, as the SDKs' variables name an STS host.
+    pub sts_host: String,
+    /// `http://127.0.0.1:<port>`
+    pub metadata: String,
+    pub dir: tempfile::TempDir,
+}
+
+impl Drop for StandIn {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl StandIn {
+    /// `None` (the test says why and passes) without the SDKs; under `CI=true` a failure.
+    pub async fn start() -> Option<Self> {
+        if !sdks_present() {
+            assert!(
+                std::env::var("CI").as_deref() != Ok("true"),
+                "the clouds' Python SDKs are missing (scripts/test installs them)"
+            );
+            eprintln!("identity stand-ins: not run: the clouds' Python SDKs are not installed");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let certs = lbguard::server::devcert::generate(&["localhost", "127.0.0.1"]).unwrap();
+        let (cert, key) = write_pair(dir.path(), &certs);
+        let ca_file = dir.path().join("ca.pem");
+        std::fs::write(&ca_file, &certs.ca_pem).unwrap();
+        let mut child = Command::new("python3")
+            .arg(STAND_IN)
+            .arg("--cert")
+            .arg(&cert)
+            .arg("--key")
+            .arg(&key)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("python3 runs the identity stand-ins");
+        let stdout = child.stdout.take().unwrap();
+        let line = tokio::task::spawn_blocking(move || {
+            let mut line = String::new();
+            BufReader::new(stdout).read_line(&mut line).map(|_| line)
+        });
+        let line = tokio::time::timeout(Duration::from_secs(60), line)
+            .await
+            .expect("the stand-ins start within 60 s")
+            .unwrap()
+            .unwrap();
+        let ports: Vec<u16> = line
+            .trim()
+            .strip_prefix("ports ")
+            .map(|p| p.split(' ').filter_map(|n| n.parse().ok()).collect())
+            .unwrap_or_default();
+        let [sts, metadata] = ports[..] else {
+            panic!("the stand-ins said {line:?}");
+        };
+        Some(Self {
+            child,
+            client: Client::new(
+                &certs.ca_pem,
+                std::net::SocketAddr::from(([127, 0, 0, 1], sts)),
+            ),
+            ca_pem: certs.ca_pem,
+            ca_file,
+            sts: format!("https://localhost:{sts}"),
+            sts_host: format!("localhost:{sts}"),
+            metadata: format!("http://127.0.0.1:{metadata}"),
+            dir,
+        })
+    }
+
+    /// POST /_sts/<what>.
+    pub async fn control(&self, what: &str, body: Value) -> Value {
+        let r = self.client.post(&format!("/_sts/{what}"), &body).await;
+        assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
+        r.json()
+    }
+
+    pub async fn last(&self) -> Value {
+        self.control("last", serde_json::json!({})).await
+    }
+
+    /// Credentials from the cloud's own provider (`case`: alibaba-chain, alibaba-ecs,
+    /// volcengine-chain, volcengine-ecs), in an environment of `vars` only.
+    pub async fn sdk(&self, case: &str, vars: &[(&str, String)]) -> Value {
+        let mut cmd = Command::new("python3");
+        cmd.arg(SDK)
+            .arg(case)
+            .env_clear()
+            .env("PATH", std::env::var("PATH").unwrap_or_default())
+            .env("HOME", self.dir.path())
+            .env("IDENTITY_CA", &self.ca_file)
+            .env("IDENTITY_STS", &self.sts_host)
+            .env(
+                "IDENTITY_METADATA",
+                self.metadata.trim_start_matches("http://"),
+            );
+        for (k, v) in vars {
+            cmd.env(k, v);
+        }
+        let out = tokio::task::spawn_blocking(move || cmd.output())
+            .await
+            .unwrap()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "{case}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let line = String::from_utf8_lossy(&out.stdout);
+        serde_json::from_str(line.lines().last().unwrap_or_default())
+            .unwrap_or_else(|e| panic!("{case}: {e}: {line}"))
+    }
+}
