@@ -13,7 +13,9 @@ pub enum CloudError {
     Throttled(String),
     #[error("the API failed ({0})")]
     Server(String),
-    #[error("the API refused lbguard's credentials ({0}); check the access key or the role, and its permissions")]
+    #[error(
+        "the API refused lbguard's credentials ({0}); check the access key or the role, and its permissions"
+    )]
     Auth(String),
     #[error(
         "rate limit: lbguard's own request budget (inventory.cloud.qps) is used up; retry in a moment"

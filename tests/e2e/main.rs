@@ -15,6 +15,10 @@
 
 #[path = "../common/mod.rs"]
 mod common;
+// The STS stand-in for workload identity; the SDK runs it also offers are not used here.
+#[allow(dead_code)]
+#[path = "../common/identity_stand_in.rs"]
+mod identity_stand_in;
 mod install;
 #[path = "../node/mod.rs"]
 mod node;
@@ -25,6 +29,7 @@ mod bench_cloud;
 mod claims;
 mod cloud;
 mod examples;
+mod identity;
 mod map;
 mod metrics;
 mod reports;
@@ -108,8 +113,9 @@ fn cases() -> Vec<(&'static str, Case)> {
         "secure_metrics_with_real_token_reviews" => metrics::run,
         "rolling_restart_loses_no_create" => rolling::run,
         "api_server_restart" => restart::run,
-        // Last: it reinstalls with other values and puts the suite's install back.
+        // Last: they reinstall with other values and put the suite's install back.
         "cloud_inventory_from_a_secret" => cloud::run,
+        "cloud_workload_identity" => identity::run,
     ]
 }
 
