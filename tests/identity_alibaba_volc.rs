@@ -287,6 +287,7 @@ async fn credentials_are_renewed_before_expiry_with_the_rotated_token_and_the_la
         return;
     };
     let http = Http::new(stand_in.ca_pem.as_bytes()).unwrap();
+    let logs = capture_logs();
     for provider in [Provider::Alibaba, Provider::Volcengine] {
         let key = provider.as_str();
         stand_in.control("reset", json!({})).await;
@@ -353,6 +354,45 @@ async fn credentials_are_renewed_before_expiry_with_the_rotated_token_and_the_la
             "{key}: {m}"
         );
     }
+    // The log says what was renewed and what failed, and nothing secret.
+    let logged = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("cloud credentials renewed")
+            && logged.contains("cannot renew the cloud credentials"),
+        "{logged}"
+    );
+    for secret in [
+        "sts-secret",
+        "sts-session-token",
+        "token-A",
+        "token-B",
+        "STS.ak",
+    ] {
+        assert!(!logged.contains(secret), "{secret} logged: {logged}");
+    }
+}
+
+/// Everything logged from now on, in this test binary.
+fn capture_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
+    #[derive(Clone)]
+    struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Sink(Arc::clone(&buf));
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .init();
+    buf
 }
 
 /// A failure: its name, the provider, the stand-in's config, lbguard's credentials config, the
