@@ -287,6 +287,7 @@ async fn credentials_are_renewed_before_expiry_with_the_rotated_token_and_the_la
         return;
     };
     let http = Http::new(stand_in.ca_pem.as_bytes()).unwrap();
+    let logs = capture_logs();
     for provider in [Provider::Alibaba, Provider::Volcengine] {
         let key = provider.as_str();
         stand_in.control("reset", json!({})).await;
@@ -353,6 +354,45 @@ async fn credentials_are_renewed_before_expiry_with_the_rotated_token_and_the_la
             "{key}: {m}"
         );
     }
+    // The log says what was renewed and what failed, and nothing secret.
+    let logged = String::from_utf8(logs.lock().unwrap().clone()).unwrap();
+    assert!(
+        logged.contains("cloud credentials renewed")
+            && logged.contains("cannot renew the cloud credentials"),
+        "{logged}"
+    );
+    for secret in [
+        "sts-secret",
+        "sts-session-token",
+        "token-A",
+        "token-B",
+        "STS.ak",
+    ] {
+        assert!(!logged.contains(secret), "{secret} logged: {logged}");
+    }
+}
+
+/// Everything logged from now on, in this test binary.
+fn capture_logs() -> Arc<std::sync::Mutex<Vec<u8>>> {
+    #[derive(Clone)]
+    struct Sink(Arc<std::sync::Mutex<Vec<u8>>>);
+    impl std::io::Write for Sink {
+        fn write(&mut self, b: &[u8]) -> std::io::Result<usize> {
+            self.0.lock().unwrap().extend_from_slice(b);
+            Ok(b.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let buf = Arc::new(std::sync::Mutex::new(Vec::new()));
+    let sink = Sink(Arc::clone(&buf));
+    tracing_subscriber::fmt()
+        .with_max_level(tracing::Level::DEBUG)
+        .with_ansi(false)
+        .with_writer(move || sink.clone())
+        .init();
+    buf
 }
 
 /// A failure: its name, the provider, the stand-in's config, lbguard's credentials config, the
@@ -462,4 +502,110 @@ async fn a_failing_sts_or_metadata_service_is_a_credentials_error_with_its_cause
         assert!(m.contains(says), "{name}: {m}");
         assert!(!m.contains(TOKEN), "{name}: the token shows: {m}");
     }
+}
+
+/// The stand-in as the e2e suite uses it: any ServiceAccount token (a JWT) passes, anything
+/// else is STS's "invalid token"; the token and role it got are there to check.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_sts_stand_in_takes_any_service_account_token_and_says_what_it_got() {
+    let Some(stand_in) = StandIn::start().await else {
+        return;
+    };
+    let http = Http::new(stand_in.ca_pem.as_bytes()).unwrap();
+    stand_in
+        .control("config", json!({"token": "jwt", "roleArn": ROLE_ARN}))
+        .await;
+    let file = stand_in.dir.path().join("token");
+    for (token, ok) in [(TOKEN, true), ("opaque-token", false), ("a.b", false)] {
+        std::fs::write(&file, token).unwrap();
+        let env = sts_env(Provider::Alibaba, &stand_in, &file.display().to_string());
+        let (creds, _) = store(
+            Provider::Alibaba,
+            &config(Provider::Alibaba, "https://x", "{source: oidc}"),
+            &env,
+        );
+        let got = creds.current(&http, Duration::from_secs(3)).await;
+        assert_eq!(got.is_ok(), ok, "{token}: {got:?}");
+        if let Err(e) = got {
+            assert!(
+                e.to_string()
+                    .contains("AuthenticationFail.OIDCToken.Invalid"),
+                "{e}"
+            );
+        }
+        let last = stand_in.last().await;
+        assert_eq!(last["alibaba"]["token"], token);
+        assert_eq!(last["alibaba"]["roleArn"], ROLE_ARN);
+        assert_eq!(last["alibaba"]["providerArn"], PROVIDER_ARN);
+    }
+}
+
+/// Admissions keep going while the credentials are renewed under them: every look-up is
+/// signed with credentials the cloud accepts, none waits for an exchange after the first.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn lookups_run_on_while_the_credentials_are_renewed() {
+    let Some((stand_in, mock, http, dir)) = both().await else {
+        return;
+    };
+    drop(http);
+    let file = dir.path().join("token");
+    std::fs::write(&file, TOKEN).unwrap();
+    stand_in
+        .control(
+            "config",
+            json!({"lifetime": 3, "sessionToken": "session-1"}),
+        )
+        .await;
+    mock.control(
+        "creds",
+        json!({"ak": "STS.ak", "sk": "sts-secret", "token": "session-1"}),
+    )
+    .await;
+    let env = sts_env(Provider::Volcengine, &stand_in, &file.display().to_string());
+    let (creds, cloud_cfg) = store(
+        Provider::Volcengine,
+        &config(Provider::Volcengine, &mock.url, "{}"),
+        &env,
+    );
+    let cloud = lbguard::cloud::Cloud::new(
+        Provider::Volcengine,
+        &cloud_cfg,
+        Some("c-own".into()),
+        creds,
+        format!("{}{}", stand_in.ca_pem, mock.ca_pem).as_bytes(),
+        Default::default(),
+        1,
+    )
+    .unwrap();
+    let started = Instant::now();
+    let mut n = 0;
+    while started.elapsed() < Duration::from_secs(5) {
+        n += 1;
+        let t = Instant::now();
+        let fact = cloud
+            .get(
+                &format!("clb-missing-{n}"),
+                Instant::now() + Duration::from_secs(3),
+                true,
+            )
+            .await
+            .unwrap_or_else(|e| panic!("look-up {n}: {e}"));
+        assert!(matches!(*fact, lbguard::cloud::Fact::NotFound), "{fact:?}");
+        if n > 1 {
+            assert!(
+                t.elapsed() < Duration::from_millis(800),
+                "look-up {n} waited"
+            );
+        }
+        // Under inventory.cloud.qps (5): no look-up waits for a rate-limit token.
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+    let exchanges = stand_in.last().await["calls"]["volcengine/sts"]
+        .as_u64()
+        .unwrap_or(0);
+    assert!(
+        exchanges >= 3,
+        "renewed {exchanges} times in 5 s of 3 s credentials"
+    );
+    mock.assert_clean().await;
 }

@@ -1,6 +1,8 @@
-"""Stand-ins for Alibaba Cloud's and Volcengine's identity services, on loopback only.
+"""Stand-ins for Alibaba Cloud's and Volcengine's identity services, on loopback (or the
+address --host names, e.g. the test node's host-only bridge).
 
-Two servers, ports printed as the first line: "ports <sts> <metadata>".
+Two servers, ports printed as the first line: "ports <sts> <metadata>". They stop when stdin
+closes.
 
 STS (HTTPS, --cert/--key), both clouds' AssumeRoleWithOIDC, unsigned as the SDKs send it:
   Alibaba     GET|POST /?Action=AssumeRoleWithOIDC&Version=2015-04-01&Format=JSON&RoleArn=..
@@ -323,13 +325,16 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cert", required=True)
     ap.add_argument("--key", required=True)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--sts-port", type=int, default=0)
+    ap.add_argument("--metadata-port", type=int, default=0)
     args = ap.parse_args()
-    sts = ThreadingHTTPServer(("127.0.0.1", 0), Sts)
+    sts = ThreadingHTTPServer((args.host, args.sts_port), Sts)
     sts.daemon_threads = True
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
     sts.socket = ctx.wrap_socket(sts.socket, server_side=True)
-    meta = ThreadingHTTPServer(("127.0.0.1", 0), Metadata)
+    meta = ThreadingHTTPServer((args.host, args.metadata_port), Metadata)
     meta.daemon_threads = True
     threading.Thread(target=meta.serve_forever, daemon=True).start()
     print(f"ports {sts.server_address[1]} {meta.server_address[1]}", flush=True)
