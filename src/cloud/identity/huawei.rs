@@ -63,9 +63,9 @@ pub fn select(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsEr
                 }),
                 None => Box::new(md),
             };
-            with_project(chain, env).map_err(|e| {
+            with_project(chain, env).map_err(|_| {
                 CredsError::Missing(format!(
-                    "no Huawei Cloud credentials: set {} and {} ({} or {}), or {} and {}, or an access key ({} and {}); on ECS or with CCE pod identity, {e}",
+                    "no Huawei Cloud credentials: set {} and {} ({} or {}), or {} and {}, or an access key ({} and {}); for the ECS metadata service or CCE pod identity, set {} (the project of the region)",
                     oidc::PROVIDER_URN,
                     oidc::AGENCY_URN,
                     oidc::TOKEN_FILE,
@@ -74,6 +74,7 @@ pub fn select(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsEr
                     federated::ID_TOKEN_FILE,
                     "HUAWEICLOUD_SDK_AK",
                     "HUAWEICLOUD_SDK_SK",
+                    PROJECT_VARS[1],
                 ))
             })
         }
