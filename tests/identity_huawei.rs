@@ -204,6 +204,7 @@ async fn a_load_balancer_call_signed_with_them_passes_the_sdk_signer() {
     assert_eq!(lb.vpc_id.as_deref(), Some("vpc-1"));
     assert_eq!(id.calls("assume-with-oidc").await, 1);
     mock.assert_clean().await;
+    id.assert_clean().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -236,6 +237,7 @@ async fn renewed_before_expiry_while_calls_run_and_a_rotated_token_is_read_again
         "{calls}"
     );
     assert_eq!(calls["refused"], json!([]), "{calls}");
+    id.assert_clean().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

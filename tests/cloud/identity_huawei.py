@@ -2,7 +2,9 @@
 
 It speaks what huaweicloudsdkcore's credential providers send and read
 (huaweicloudsdkcore/auth/internal.py), and checks every request the way the service would
-refuse it: a wrong token, IdP or agency gets the service's error.
+refuse it: a wrong token, IdP or agency gets the service's error. STS and IAM request bodies are
+parsed, and their answers checked, with the API's own models (huaweicloudsdksts,
+huaweicloudsdkiam), strictly: a field the model does not have fails (HTTP 599, counted).
 
   HTTPS (STS and IAM):
     POST /v5/agencies/assume-with-oidc          OIDC token -> agency credentials (STS v5)
@@ -40,9 +42,55 @@ STATE = {
     "providerUrn": "iam::acct:identity-provider:cce", "agencyUrn": "iam::acct:agency:lbguard",
     "metadataTokens": True, "agency": True, "fault": None, "delay": 0,
 }
-CALLS = {"byOperation": {}, "idTokens": [], "refused": []}
+CALLS = {"byOperation": {}, "idTokens": [], "refused": [], "modelFailures": []}
 SUBJECT_TOKENS = set()
 METADATA_TOKENS = set()
+
+
+class ModelError(Exception):
+    pass
+
+
+def model(data, cls, where):
+    """A swagger model of the SDK from JSON: attribute_map maps attribute to JSON key,
+    openapi_types gives each attribute's type."""
+    import importlib
+    if not isinstance(data, dict):
+        raise ModelError(f"{where}: expected an object for {cls.__name__}")
+    by_json = {v: k for k, v in cls.attribute_map.items()}
+    module = importlib.import_module(cls.__module__.rsplit(".", 1)[0])
+    kwargs = {}
+    for key, value in data.items():
+        if key not in by_json:
+            raise ModelError(f"{where}: {cls.__name__} has no field {key}")
+        attr = by_json[key]
+        kwargs[attr] = value_of(value, cls.openapi_types[attr], module, f"{where}.{key}")
+    return cls(**kwargs)
+
+
+def value_of(value, typ, module, where):
+    if value is None:
+        return None
+    if typ.startswith("list["):
+        if not isinstance(value, list):
+            raise ModelError(f"{where}: expected a list")
+        return [value_of(v, typ[5:-1], module, f"{where}[]") for v in value]
+    checks = {"str": str, "int": int, "bool": bool, "datetime": str}
+    if typ in checks:
+        if not isinstance(value, checks[typ]) or (typ == "int" and isinstance(value, bool)):
+            raise ModelError(f"{where}: {value!r} is not {typ}")
+        return value
+    return model(value, getattr(module, typ), where)
+
+
+def sts(name):
+    import huaweicloudsdksts.v1.model as m
+    return getattr(m, name)
+
+
+def iam(name):
+    import huaweicloudsdkiam.v3.model as m
+    return getattr(m, name)
 
 
 def expiry(life):
@@ -110,15 +158,28 @@ class Handler(BaseHTTPRequestHandler):
             return self.refuse(429, "APIGW.0308", "The throttling threshold has been reached: policy user over ratelimit,limit:10,time:1 minute")
         if fault == "server":
             return self.refuse(500, "APIGW.0203", "Backend unavailable")
-        return route[1](raw)
+        try:
+            return route[1](raw)
+        except ModelError as e:
+            with LOCK:
+                CALLS["modelFailures"].append(str(e))
+            return self.reply(599, {"error": str(e)})
 
-    def json_body(self, raw):
+    def json_body(self, raw, cls=None):
         if not self.headers.get("Content-Type", "").startswith("application/json"):
             return None
         try:
-            return json.loads(raw)
+            body = json.loads(raw)
         except ValueError:
             return None
+        if cls is not None:
+            model(body, cls, cls.__name__)
+        return body
+
+    def answer(self, status, body, cls, headers=()):
+        """Sends `body` once the API's response model takes it."""
+        model(body, cls, cls.__name__)
+        return self.reply(status, body, headers)
 
     def credential(self):
         with LOCK:
@@ -128,7 +189,7 @@ class Handler(BaseHTTPRequestHandler):
     # ----- STS v5 -----
 
     def assume_with_oidc(self, raw):
-        body = self.json_body(raw)
+        body = self.json_body(raw, sts("AssumeAgencyWithOIDCReqBody"))
         if not isinstance(body, dict):
             return self.refuse(400, "STS.0001", "the request body is not JSON")
         with LOCK:
@@ -147,16 +208,19 @@ class Handler(BaseHTTPRequestHandler):
         if body["id_token"] != want["idToken"]:
             return self.refuse(400, "STS.0102", "the id_token is invalid or has expired")
         c = self.credential()
-        return self.reply(201, {
+        return self.answer(200, {
             "credentials": {"access_key_id": c["access"], "secret_access_key": c["secret"],
                             "security_token": c["securitytoken"], "expiration": c["expires_at"]},
-            "assumed_agency": {"agency_id": "a-1", "agency_session_name": body["agency_session_name"]},
-        })
+            "assumed_agency": {"urn": body["agency_urn"] + ":" + body["agency_session_name"],
+                               "id": "a-1:" + body["agency_session_name"]},
+            "provider": body["provider_urn"], "audience": "lbguard",
+            "subject_from_id_token": "system:serviceaccount:lbguard:lbguard",
+        }, sts("AssumeAgencyWithOIDCResponse"))
 
     # ----- IAM v3.0 -----
 
     def id_token(self, raw):
-        body = self.json_body(raw)
+        body = self.json_body(raw, iam("GetIdTokenRequestBody"))
         try:
             token = body["auth"]["id_token"]["id"]
         except (TypeError, KeyError):
@@ -171,12 +235,12 @@ class Handler(BaseHTTPRequestHandler):
         subject = "MII" + secrets.token_hex(16)
         with LOCK:
             SUBJECT_TOKENS.add(subject)
-        return self.reply(201, {"token": {"expires_at": expiry(86400), "methods": ["mapped"],
-                                          "issued_at": expiry(0)}},
-                          headers=[("X-Subject-Token", subject)])
+        return self.answer(201, {"token": {"expires_at": expiry(86400), "methods": ["mapped"],
+                                           "issued_at": expiry(0)}},
+                           iam("CreateTokenWithIdTokenResponse"), headers=[("X-Subject-Token", subject)])
 
     def security_tokens(self, raw):
-        body = self.json_body(raw)
+        body = self.json_body(raw, iam("CreateTemporaryAccessKeyByTokenRequestBody"))
         try:
             ident = body["auth"]["identity"]
             token = ident["token"]["id"]
@@ -189,7 +253,8 @@ class Handler(BaseHTTPRequestHandler):
             known = token in SUBJECT_TOKENS
         if not known:
             return self.reply(401, {"error": {"code": 401, "message": "The token is invalid.", "title": "Unauthorized"}})
-        return self.reply(201, {"credential": self.credential()})
+        return self.answer(201, {"credential": self.credential()},
+                           iam("CreateTemporaryAccessKeyByTokenResponse"))
 
     # ----- ECS metadata, CCE pod identity -----
 
@@ -233,7 +298,7 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/_id/fault":
                 STATE["fault"], STATE["delay"] = data.get("mode"), data.get("delay", 0)
             elif path == "/_id/reset":
-                CALLS["byOperation"], CALLS["idTokens"], CALLS["refused"] = {}, [], []
+                CALLS.update(byOperation={}, idTokens=[], refused=[], modelFailures=[])
             elif path != "/_id/calls":
                 return self.reply(404, {"error": path})
             return self.reply(200, CALLS)
@@ -256,6 +321,8 @@ def main():
     args = ap.parse_args()
     ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
     ctx.load_cert_chain(args.cert, args.key)
+    # Importing the models takes a while; do it before saying we listen.
+    sts("AssumeAgencyWithOIDCResponse"), iam("CreateTokenWithIdTokenResponse")
     https = serve("https", ctx)
     http = serve("http")
     print(f"ports {https} {http}", flush=True)

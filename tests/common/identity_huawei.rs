@@ -37,18 +37,22 @@ impl Drop for IdentityHuawei {
     }
 }
 
-/// huaweicloudsdkcore is installed (scripts/test installs it); under `CI=true` it must be.
+/// huaweicloudsdkcore and the STS and IAM models are installed (scripts/test installs them);
+/// under `CI=true` they must be.
 pub fn sdk_present() -> bool {
     let ok = Command::new("python3")
-        .args(["-c", "import huaweicloudsdkcore.auth.provider"])
+        .args([
+            "-c",
+            "import huaweicloudsdkcore.auth.provider, huaweicloudsdksts.v1.model, huaweicloudsdkiam.v3.model",
+        ])
         .status()
         .is_ok_and(|s| s.success());
     if !ok {
         assert!(
             std::env::var("CI").as_deref() != Ok("true"),
-            "huaweicloudsdkcore is missing (scripts/test installs it)"
+            "huaweicloudsdkcore, huaweicloudsdksts or huaweicloudsdkiam is missing (scripts/test installs them)"
         );
-        eprintln!("huawei identity: not run: huaweicloudsdkcore is not installed");
+        eprintln!("huawei identity: not run: Huawei Cloud's Python SDK is not installed");
     }
     ok
 }
@@ -122,6 +126,12 @@ impl IdentityHuawei {
         self.control("calls", serde_json::json!({})).await["byOperation"][op]
             .as_u64()
             .unwrap_or(0)
+    }
+
+    /// No request or answer the API's models refused.
+    pub async fn assert_clean(&self) {
+        let c = self.control("calls", serde_json::json!({})).await;
+        assert_eq!(c["modelFailures"], serde_json::json!([]), "{c}");
     }
 
     /// What huaweicloudsdkcore's own providers get from the stand-in.
