@@ -280,6 +280,20 @@ async fn an_sts_error_shows_once_the_last_good_credentials_expire() {
     let m = s.current(&http, WAIT).await.unwrap_err().to_string();
     assert!(m.contains("refused") && m.contains("STS.0102"), "{m}");
     assert!(!m.contains("a-token-sts-refuses"), "{m}");
+    // Federated: an IdP IAM does not know is named in IAM's words.
+    let mut vars = federated(&id);
+    vars[0].1 = "no-such-idp".into();
+    let m = store(&id.http, CredentialSource::Oidc, &vars)
+        .current(&http, WAIT)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        m.contains("federated OIDC")
+            && m.contains("HTTP 404 Not Found: Could not find identity provider"),
+        "{m}"
+    );
+    id.assert_clean().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

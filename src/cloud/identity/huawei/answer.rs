@@ -33,13 +33,13 @@ pub fn credential(answer: &Answer) -> Result<(Creds, SystemTime), CloudError> {
         field(&["access", "accessKeyId", "access_key_id"]),
         field(&["secret", "secretAccessKey", "secret_access_key"]),
     ) else {
-        return Err(CloudError::BadEndpoint(format!(
+        return Err(not_the_service(format!(
             "HTTP {}: the answer holds no access key and secret",
             answer.status
         )));
     };
     let expiry = field(&["expires_at", "expiration"]).ok_or_else(|| {
-        CloudError::BadEndpoint(format!(
+        not_the_service(format!(
             "HTTP {}: the answer does not say when the credential expires",
             answer.status
         ))
@@ -48,7 +48,7 @@ pub fn credential(answer: &Answer) -> Result<(Creds, SystemTime), CloudError> {
         .parse::<k8s_openapi::jiff::Timestamp>()
         .map(SystemTime::from)
         .map_err(|e| {
-            CloudError::BadEndpoint(format!("the expiry \"{}\" is not a time: {e}", cut(expiry)))
+            not_the_service(format!("the expiry \"{}\" is not a time: {e}", cut(expiry)))
         })?;
     let creds = Creds {
         access_key_id: access.to_string(),
@@ -66,7 +66,7 @@ pub fn json(answer: &Answer) -> Result<Value, CloudError> {
         return Err(failure(answer));
     }
     serde_json::from_slice(&answer.body).map_err(|_| {
-        CloudError::BadEndpoint(format!(
+        not_the_service(format!(
             "HTTP {} with a body that is not JSON",
             answer.status
         ))
@@ -85,14 +85,9 @@ pub fn failure(answer: &Answer) -> CloudError {
             } else {
                 &body
             };
-            let code = match text(err, &["error_code", "code"]) {
-                "" => err["code"]
-                    .as_u64()
-                    .map(|c| c.to_string())
-                    .unwrap_or_default(),
-                c => c.to_string(),
-            };
-            let message = text(err, &["error_msg", "message", "title"]).to_string();
+            // IAM's code is the HTTP status again: its title says more.
+            let code = text(err, &["error_code", "title"]).to_string();
+            let message = text(err, &["error_msg", "message"]).to_string();
             (code, message)
         }
         Err(_) => (String::new(), plain(&answer.body)),
@@ -101,11 +96,19 @@ pub fn failure(answer: &Answer) -> CloudError {
     match status {
         429 => CloudError::Throttled(what),
         _ if THROTTLED.contains(&code.as_str()) => CloudError::Throttled(what),
-        _ if code == NO_API => CloudError::BadEndpoint(what),
+        _ if code == NO_API => not_the_service(what),
         400..=403 => CloudError::Auth(what),
         s if s >= 500 => CloudError::Server(what),
-        _ => CloudError::BadEndpoint(what),
+        404 if !code.is_empty() => CloudError::Other(what),
+        _ => not_the_service(what),
     }
+}
+
+/// An answer that is not the identity service's (a proxy's page, a wrong path).
+fn not_the_service(what: String) -> CloudError {
+    CloudError::Other(format!(
+        "{what}: not an answer of Huawei Cloud's identity service; check its endpoint"
+    ))
 }
 
 /// A short text body as it is, or nothing (an HTML page says nothing useful).
@@ -136,7 +139,7 @@ pub fn header(answer: &Answer, name: &str) -> Result<String, CloudError> {
         .map(|v| v.trim().to_string())
         .filter(|v| !v.is_empty())
         .ok_or_else(|| {
-            CloudError::BadEndpoint(format!(
+            not_the_service(format!(
                 "HTTP {}: the answer has no {name} header",
                 answer.status
             ))
@@ -195,9 +198,13 @@ mod tests {
         "not a time"
     )]
     #[case::not_json("<html>ok</html>", "not JSON")]
-    fn a_bad_credential_is_a_bad_endpoint(#[case] body: &str, #[case] says: &str) {
+    fn a_bad_credential_is_not_the_service(#[case] body: &str, #[case] says: &str) {
         let e = credential(&answer(200, body)).unwrap_err();
-        assert_eq!(e.label(), "bad_endpoint", "{e}");
+        assert!(
+            e.to_string()
+                .contains("not an answer of Huawei Cloud's identity service"),
+            "{e}"
+        );
         assert!(e.to_string().contains(says), "{e}");
     }
 
@@ -227,9 +234,15 @@ mod tests {
     #[case::no_api(
         404,
         r#"{"error_code":"APIGW.0101","error_msg":"The API does not exist"}"#,
-        "bad_endpoint"
+        "error"
+    )]
+    #[case::no_idp(
+        404,
+        r#"{"error":{"code":404,"message":"Could not find identity provider","title":"Not Found"}}"#,
+        "error"
     )]
     #[case::html(502, "<html>bad gateway</html>", "server_error")]
+    #[case::html_404(404, "<html>nginx</html>", "error")]
     #[case::metadata_text(401, "Please configure Cloud Service Agency first", "auth_error")]
     fn failures(#[case] status: u16, #[case] body: &str, #[case] label: &str) {
         let e = failure(&answer(status, body));
@@ -244,6 +257,14 @@ mod tests {
             &format!(r#"{{"error_code":"E","error_msg":"{long}"}}"#),
         ));
         assert!(e.to_string().len() < 400, "{e}");
+        let e = failure(&answer(
+            404,
+            r#"{"error":{"code":404,"message":"Could not find identity provider","title":"Not Found"}}"#,
+        ));
+        assert_eq!(
+            e.to_string(),
+            "HTTP 404 Not Found: Could not find identity provider"
+        );
         let e = failure(&answer(401, "Please configure Cloud Service Agency first"));
         assert!(e.to_string().contains("Cloud Service Agency"), "{e}");
     }
