@@ -23,6 +23,8 @@ pub struct Answer {
     pub status: u16,
     pub content_type: String,
     pub body: Bytes,
+    /// The answer's headers (Huawei's IAM hands out a token in one).
+    pub headers: hyper::HeaderMap,
 }
 
 #[derive(Clone)]
@@ -115,6 +117,7 @@ impl Http {
                 .and_then(|v| v.to_str().ok())
                 .unwrap_or_default()
                 .to_string();
+            let headers = resp.headers().clone();
             let body = Limited::new(resp.into_body(), MAX_BODY)
                 .collect()
                 .await
@@ -124,6 +127,7 @@ impl Http {
                 status,
                 content_type,
                 body,
+                headers,
             })
         };
         tokio::time::timeout(budget, call)

@@ -11,8 +11,8 @@ the model does not have fails the request (HTTP 599) and is counted.
 Control, on the same server (unsigned, under /_mock/):
   POST /_mock/state   {"loadBalancers": [...], "region", "clusterId", "projectId"}
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
-  POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and, when
-                      "token" is given, the one security token, else none is checked)
+  POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
+                                                          security token it needs, when given)
   POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token;
                       listeners404: Huawei's listener list answers "not found"
@@ -38,7 +38,10 @@ import sdk_sign
 LOCK = threading.Lock()
 STATE = {"loadBalancers": [], "region": "region-1", "clusterId": "c-own",
          "projectId": "p-1", "ak": "AKID", "sk": "SECRET", "fault": None, "delay": 0,
-         "extra": [], "prefix": ""}
+         "extra": [], "prefix": "", "token": None}
+# The header each cloud's SDK sends a security token in.
+TOKEN_HEADERS = {"alibaba": "x-acs-security-token", "huawei": "X-Security-Token",
+                 "volcengine": "X-Security-Token"}
 CALLS = {"byOperation": {}, "badSignatures": 0, "modelFailures": []}
 
 
@@ -241,10 +244,10 @@ class Handler(BaseHTTPRequestHandler):
         if fault == "auth":
             ak, sk = ak, sk + "-rotated-away"
         good = self.signed(provider, method, url._replace(path=signed_path), headers, raw, ak, sk)
-        want_token = STATE.get("token")
-        if want_token is not None:
-            name = "x-acs-security-token" if provider == "alibaba" else "X-Security-Token"
-            good = good and self.headers.get(name) == want_token
+        with LOCK:
+            token = STATE["token"]
+        if token and self.headers.get(TOKEN_HEADERS.get(provider, "-")) != token:
+            good = False
         if not good:
             with LOCK:
                 CALLS["badSignatures"] += 1

@@ -1,18 +1,268 @@
-//! Huawei Cloud's credential providers, in its SDK's default order.
+//! Huawei Cloud's credential providers, in huaweicloudsdkcore's default chain
+//! (`CredentialProviderChain`): OIDC at IAM's STS, then the environment (an IdP token before an
+//! access key), then the ECS metadata service, then CCE pod identity. The SDK's profile file
+//! (`~/.huaweicloud/credentials`) is not read: a pod has none.
+//!
+//! The ELB API's path names the project: issued credentials carry the project id from
+//! `LBGUARD_CLOUD_PROJECT_ID` or `HUAWEICLOUD_SDK_PROJECT_ID`, which must be set. (The SDK can
+//! look it up in IAM for a region instead; lbguard knows its region only once the nodes are
+//! read, and a wrong guess among several projects would read another project's load balancers.)
 
-use super::{Env, Selected};
+mod answer;
+mod federated;
+mod metadata;
+mod oidc;
+mod pod;
+
+use std::sync::Mutex;
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+
+use super::{Ctx, Env, Issued, Issuer, Selected, var};
 use crate::cloud::creds::{Creds, CredsError};
+use crate::cloud::outcome::CloudError;
 use crate::vocab::config::{CredentialSource, CredentialsConfig};
 use crate::vocab::provider::Provider;
 
+pub use federated::Federated;
+pub use metadata::Metadata;
+pub use oidc::Oidc;
+pub use pod::Pod;
+
+/// The SDK asks for new credentials this long before they expire
+/// (`Credentials._DEFAULT_EXPIRATION_THRESHOLD_SECONDS`).
+pub const RENEW_BEFORE: Duration = Duration::from_secs(40 * 60);
+
+/// Where the project id of issued credentials comes from, in this order.
+pub const PROJECT_VARS: [&str; 2] = ["LBGUARD_CLOUD_PROJECT_ID", "HUAWEICLOUD_SDK_PROJECT_ID"];
+
 pub fn select(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsError> {
+    let oidc = Oidc::from_env(cfg, env)?;
+    let federated = Federated::from_env(cfg, env)?;
+    let pod = Pod::from_env(env)?;
     match cfg.source {
-        CredentialSource::Auto | CredentialSource::Static => {
-            Creds::from_env(Provider::Huawei, env).map(Selected::Static)
+        CredentialSource::Static => static_key(env),
+        CredentialSource::Auto => {
+            if let Some(o) = oidc {
+                return with_project(Box::new(o), env);
+            }
+            if let Some(f) = federated {
+                return with_project(Box::new(f), env);
+            }
+            if has_access_key(env) {
+                return static_key(env);
+            }
+            // The SDK asks the metadata service next, and CCE pod identity when that fails.
+            let md = Metadata::new(cfg);
+            let chain: Box<dyn Issuer> = match pod {
+                Some(pod) => Box::new(MetadataThenPod {
+                    metadata: md,
+                    pod,
+                    chosen: Mutex::new(None),
+                }),
+                None => Box::new(md),
+            };
+            with_project(chain, env).map_err(|_| {
+                CredsError::Missing(format!(
+                    "no Huawei Cloud credentials: set {} and {} ({} or {}), or {} and {}, or an access key ({} and {}); for the ECS metadata service or CCE pod identity, set {} (the project of the region)",
+                    oidc::PROVIDER_URN,
+                    oidc::AGENCY_URN,
+                    oidc::TOKEN_FILE,
+                    oidc::ID_TOKEN,
+                    federated::IDP_ID,
+                    federated::ID_TOKEN_FILE,
+                    "HUAWEICLOUD_SDK_AK",
+                    "HUAWEICLOUD_SDK_SK",
+                    PROJECT_VARS[1],
+                ))
+            })
         }
-        other => Err(CredsError::Missing(format!(
-            "inventory.cloud.credentials.source {} is not built yet",
-            other.as_str()
-        ))),
+        CredentialSource::Oidc => match (oidc, federated) {
+            (Some(o), _) => with_project(Box::new(o), env),
+            (None, Some(f)) => with_project(Box::new(f), env),
+            (None, None) => Err(CredsError::Missing(format!(
+                "inventory.cloud.credentials.source oidc: set {}, {} and {} (or {}), or {} and {}",
+                oidc::PROVIDER_URN,
+                oidc::AGENCY_URN,
+                oidc::TOKEN_FILE,
+                oidc::ID_TOKEN,
+                federated::IDP_ID,
+                federated::ID_TOKEN_FILE
+            ))),
+        },
+        CredentialSource::PodIdentity => match pod {
+            Some(p) => with_project(Box::new(p), env),
+            None => Err(CredsError::Missing(format!(
+                "inventory.cloud.credentials.source podIdentity: set {} and {} (CCE's pod identity webhook does)",
+                pod::FULL_URI,
+                pod::TOKEN_FILE
+            ))),
+        },
+        CredentialSource::Metadata => with_project(Box::new(Metadata::new(cfg)), env),
     }
 }
+
+fn static_key(env: Env<'_>) -> Result<Selected, CredsError> {
+    Creds::from_env(Provider::Huawei, env).map(Selected::Static)
+}
+
+/// The SDK's environment provider takes an access key only when both halves are set.
+fn has_access_key(env: Env<'_>) -> bool {
+    let any = |names: &[&str]| names.iter().any(|n| var(env, n).is_some());
+    any(&["LBGUARD_CLOUD_ACCESS_KEY_ID", "HUAWEICLOUD_SDK_AK"])
+        && any(&["LBGUARD_CLOUD_ACCESS_KEY_SECRET", "HUAWEICLOUD_SDK_SK"])
+}
+
+/// An `https://` endpoint from the config, else the SDK's variable, else its default.
+fn https_endpoint(
+    configured: Option<&str>,
+    env: Env<'_>,
+    name: &str,
+    default: &str,
+) -> Result<String, CredsError> {
+    let (from, url) = match (configured, var(env, name)) {
+        (Some(c), _) => ("the config", c.trim().to_string()),
+        (None, Some(v)) => (name, v),
+        (None, None) => return Ok(default.to_string()),
+    };
+    if url.starts_with("https://") && url.len() > "https://".len() {
+        Ok(url.trim_end_matches('/').to_string())
+    } else {
+        Err(CredsError::Missing(format!(
+            "{from}: \"{url}\" is not an https URL"
+        )))
+    }
+}
+
+/// `scheme://authority` to send to, the `Host` and the path (with its query) of a URL.
+struct Target {
+    base: String,
+    host: String,
+    path: String,
+}
+
+impl Target {
+    fn parse(url: &str, what: &str) -> Result<Self, CredsError> {
+        let bad = |why: &str| CredsError::Missing(format!("{what}: \"{url}\" {why}"));
+        let uri: hyper::Uri = url.trim().parse().map_err(|_| bad("is not a URL"))?;
+        let (Some(scheme), Some(authority)) = (uri.scheme_str(), uri.authority()) else {
+            return Err(bad("is not an absolute URL"));
+        };
+        if !matches!(scheme, "http" | "https") {
+            return Err(bad("is not an http(s) URL"));
+        }
+        let path = uri
+            .path_and_query()
+            .map(|p| p.as_str())
+            .filter(|p| *p != "/")
+            .unwrap_or("")
+            .to_string();
+        Ok(Self {
+            base: format!("{scheme}://{authority}"),
+            host: authority.to_string(),
+            path,
+        })
+    }
+}
+
+fn with_project(inner: Box<dyn Issuer>, env: Env<'_>) -> Result<Selected, CredsError> {
+    let project = PROJECT_VARS
+        .iter()
+        .find_map(|n| var(env, n))
+        .ok_or_else(|| {
+            CredsError::Missing(format!(
+                "Huawei's ELB API needs the project id of the region: set {} (or {})",
+                PROJECT_VARS[1], PROJECT_VARS[0]
+            ))
+        })?;
+    Ok(Selected::Issuer(Box::new(WithProject { inner, project })))
+}
+
+/// Adds the configured project id to what an issuer hands out.
+struct WithProject {
+    inner: Box<dyn Issuer>,
+    project: String,
+}
+
+impl Issuer for WithProject {
+    fn describe(&self) -> String {
+        self.inner.describe()
+    }
+
+    fn issue<'a>(&'a self, ctx: &'a Ctx<'a>) -> BoxFuture<'a, Result<Issued, CloudError>> {
+        Box::pin(async move {
+            let mut issued = self.inner.issue(ctx).await?;
+            issued.creds.project_id = Some(self.project.clone());
+            Ok(issued)
+        })
+    }
+}
+
+/// The metadata service, or pod identity when it fails; the first that works is kept, as the
+/// SDK's chain keeps the provider that first gave credentials.
+struct MetadataThenPod {
+    metadata: Metadata,
+    pod: Pod,
+    chosen: Mutex<Option<bool>>,
+}
+
+/// How long the metadata service may take before pod identity is asked (the SDK's timeout).
+const METADATA_FIRST: Duration = Duration::from_secs(3);
+
+impl Issuer for MetadataThenPod {
+    fn describe(&self) -> String {
+        let chosen = *self.chosen.lock().unwrap_or_else(|p| p.into_inner());
+        match chosen {
+            Some(true) => self.metadata.describe(),
+            Some(false) => self.pod.describe(),
+            None => format!("{}, then {}", self.metadata.describe(), self.pod.describe()),
+        }
+    }
+
+    fn issue<'a>(&'a self, ctx: &'a Ctx<'a>) -> BoxFuture<'a, Result<Issued, CloudError>> {
+        Box::pin(async move {
+            let chosen = *self.chosen.lock().unwrap_or_else(|p| p.into_inner());
+            match chosen {
+                Some(true) => return self.metadata.issue(ctx).await,
+                Some(false) => return self.pod.issue(ctx).await,
+                None => {}
+            }
+            let first = Ctx {
+                http: ctx.http,
+                budget: (ctx.budget / 2).min(METADATA_FIRST),
+            };
+            let started = std::time::Instant::now();
+            let md = match tokio::time::timeout(first.budget, self.metadata.issue(&first)).await {
+                Ok(Ok(issued)) => {
+                    self.keep(true);
+                    return Ok(issued);
+                }
+                Ok(Err(e)) => e,
+                Err(_) => CloudError::Timeout(first.budget.as_millis()),
+            };
+            let rest = Ctx {
+                http: ctx.http,
+                budget: ctx.budget.saturating_sub(started.elapsed()),
+            };
+            match self.pod.issue(&rest).await {
+                Ok(issued) => {
+                    self.keep(false);
+                    Ok(issued)
+                }
+                Err(pod) => Err(CloudError::Credentials(format!(
+                    "the metadata service: {md}; pod identity: {pod}"
+                ))),
+            }
+        })
+    }
+}
+
+impl MetadataThenPod {
+    fn keep(&self, metadata: bool) {
+        *self.chosen.lock().unwrap_or_else(|p| p.into_inner()) = Some(metadata);
+    }
+}
+
+#[cfg(test)]
+mod tests;

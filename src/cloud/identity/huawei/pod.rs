@@ -1,0 +1,65 @@
+//! CCE pod identity (huaweicloudsdkcore's `PodIdentityCredentialProvider` and
+//! `PodIdentityAccessor`): the agent at `HC_CONTAINER_CREDENTIALS_FULL_URI` is asked with
+//! `POST {}` and the token file's content as the `Authorization` header.
+
+use futures::future::BoxFuture;
+
+use super::{RENEW_BEFORE, Target, answer};
+use crate::cloud::creds::CredsError;
+use crate::cloud::identity::{Ctx, Env, Issued, Issuer, read_token, var};
+use crate::cloud::outcome::CloudError;
+use crate::cloud::sign::Req;
+
+pub const FULL_URI: &str = "HC_CONTAINER_CREDENTIALS_FULL_URI";
+pub const TOKEN_FILE: &str = "HC_CONTAINER_AUTHORIZATION_TOKEN_FILE";
+
+pub struct Pod {
+    agent: Target,
+    token_file: String,
+}
+
+impl Pod {
+    /// `None` unless both variables are set, as CCE's pod identity webhook sets them.
+    pub fn from_env(env: Env<'_>) -> Result<Option<Self>, CredsError> {
+        let (Some(uri), Some(token_file)) = (var(env, FULL_URI), var(env, TOKEN_FILE)) else {
+            return Ok(None);
+        };
+        Ok(Some(Self {
+            agent: Target::parse(&uri, FULL_URI)?,
+            token_file,
+        }))
+    }
+}
+
+impl Issuer for Pod {
+    fn describe(&self) -> String {
+        format!(
+            "Huawei Cloud CCE pod identity (at {}{})",
+            self.agent.base, self.agent.path
+        )
+    }
+
+    fn issue<'a>(&'a self, ctx: &'a Ctx<'a>) -> BoxFuture<'a, Result<Issued, CloudError>> {
+        Box::pin(async move {
+            let token = read_token(&self.token_file)?;
+            let req = Req {
+                method: "POST",
+                host: self.agent.host.clone(),
+                path: if self.agent.path.is_empty() {
+                    "/".into()
+                } else {
+                    self.agent.path.clone()
+                },
+                headers: vec![
+                    ("Authorization".into(), token),
+                    ("Content-Type".into(), "application/json".into()),
+                ],
+                body: b"{}".to_vec(),
+                ..Default::default()
+            };
+            let got = ctx.http.send(&self.agent.base, &req, ctx.budget).await?;
+            let (creds, expires) = answer::credential(&got)?;
+            Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
+        })
+    }
+}
