@@ -9,10 +9,10 @@ use std::time::{Duration, Instant};
 
 use common::connect_proxy::{ConnectProxy, Mode};
 use common::mock_cloud::{AK, Mock, REGION, SK, TUNNEL_NAME};
-use lbguard::cloud::Cloud;
 use lbguard::cloud::creds::CredStore;
 use lbguard::cloud::http::Http;
 use lbguard::cloud::proxy::Proxy;
+use lbguard::cloud::{Cloud, CloudError};
 use lbguard::vocab::provider::Provider;
 
 const INV: &str = r#"
@@ -260,5 +260,34 @@ async fn a_failing_proxy_is_named_in_the_error_and_never_hangs() {
         start.elapsed()
     );
     assert!(e.contains("no answer within"), "{e}");
+    assert_eq!(p.asked().len(), 1, "{:?}", p.asked());
+}
+
+/// Plain http is for the metadata services only and never goes through the proxy, whatever
+/// the name; https to the same name does.
+#[tokio::test]
+async fn plain_http_never_goes_through_the_proxy() {
+    let p = ConnectProxy::start(Mode::Open).await;
+    let http = Http::with_proxy(&[], proxy(&p.url(""), "")).unwrap();
+    let port = common::free_port();
+    let req = lbguard::cloud::sign::Req {
+        method: "GET",
+        host: format!("{TUNNEL_NAME}:{port}"),
+        path: "/latest/meta-data/".into(),
+        ..Default::default()
+    };
+    let budget = Duration::from_secs(5);
+    let plain = format!("http://{TUNNEL_NAME}:{port}");
+    match http.send(&plain, &req, budget).await {
+        Err(CloudError::Connect(e)) => assert!(!e.contains("proxy"), "{e}"),
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(p.asked(), vec![]);
+    let tls = format!("https://{TUNNEL_NAME}:{port}");
+    match http.send(&tls, &req, budget).await {
+        // Nothing listens behind the proxy: it answers 502.
+        Err(CloudError::Connect(e)) => assert!(e.contains("refused CONNECT"), "{e}"),
+        other => panic!("{other:?}"),
+    }
     assert_eq!(p.asked().len(), 1, "{:?}", p.asked());
 }
