@@ -291,3 +291,123 @@ async fn plain_http_never_goes_through_the_proxy() {
     }
     assert_eq!(p.asked().len(), 1, "{:?}", p.asked());
 }
+
+/// A config for `provider` calling the mock by its tunnel name, and its credentials.
+fn config_file(port: u16, creds: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
+    let path = dir.join("config.yaml");
+    std::fs::write(
+        &path,
+        format!(
+            "provider: alibaba\ncluster:\n  id: c-own\n  vpcId: vpc-1\n  version: v1.31.0\ninventory:\n  cloud:\n    enabled: true\n    region: {REGION}\n    endpoint: https://{TUNNEL_NAME}:{}\n    credentialsDir: {}\n",
+            port,
+            creds.display()
+        ),
+    )
+    .unwrap();
+    path
+}
+
+/// The process's own environment, read once at start: `lbguard inventory dump` reaches the
+/// cloud through the proxy HTTPS_PROXY names.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_cli_takes_the_proxy_from_its_environment() {
+    let Some(s) = Setup::start().await else {
+        return;
+    };
+    let p = ConnectProxy::start(Mode::Auth(BASIC.into())).await;
+    let dir = tempfile::tempdir().unwrap();
+    let config = config_file(s.port(), s.creds.path(), dir.path());
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &s.mock.ca_pem).unwrap();
+    let url = p.url(USERINFO);
+    let out = tokio::task::spawn_blocking(move || {
+        std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            .args(["inventory", "dump", "--id", "lb-a", "--config"])
+            .arg(&config)
+            .env("HTTPS_PROXY", url)
+            .env("SSL_CERT_FILE", &ca)
+            .env_remove("https_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .output()
+            .unwrap()
+    })
+    .await
+    .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("id: lb-a"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(p.tunnels() >= 1, "{:?}", p.asked());
+    s.mock.assert_clean().await;
+}
+
+/// The server says at start whether its cloud calls go through a proxy, naming its host
+/// only; a proxy it cannot use stops it with the reason.
+#[test]
+fn the_server_logs_the_proxy_host_only() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("accessKeyId"), AK).unwrap();
+    std::fs::write(dir.path().join("accessKeySecret"), SK).unwrap();
+    let config = config_file(1, dir.path(), dir.path());
+    let serve = |proxy: &str| {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            .args(["serve", "--dev", "--log-format", "json", "--dev-dir"])
+            .arg(dir.path())
+            .args(["--addr", &format!("127.0.0.1:{}", common::free_port())])
+            .args([
+                "--metrics-addr",
+                &format!("127.0.0.1:{}", common::free_port()),
+            ])
+            .arg("--config")
+            .arg(&config)
+            .env("HTTPS_PROXY", proxy)
+            .env("NO_PROXY", ".corp.example")
+            .env_remove("https_proxy")
+            .env_remove("no_proxy")
+            .env("KUBECONFIG", dir.path().join("no-such-kubeconfig"))
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut seen = Vec::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let line = line.unwrap();
+            let serving = line.contains("lbguard serving");
+            seen.push(line);
+            if serving {
+                break;
+            }
+        }
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        seen.join("\n")
+    };
+    let good = serve("http://lb:s3cret@proxy.corp.example:3128");
+    let bad = serve("socks5://lb:s3cret@proxy.corp.example:1080");
+    let line = good
+        .lines()
+        .find(|l| l.contains("HTTPS proxy"))
+        .unwrap_or_else(|| panic!("{good}"));
+    assert!(
+        line.contains(r#""proxy":"proxy.corp.example:3128""#),
+        "{line}"
+    );
+    assert!(line.contains(r#""no_proxy":".corp.example""#), "{line}");
+    assert!(good.contains("lbguard serving"), "{good}");
+    assert!(!good.contains("s3cret") && !good.contains("lb:"), "{good}");
+    assert!(
+        bad.contains("HTTPS_PROXY: only an http:// proxy is supported"),
+        "{bad}"
+    );
+    assert!(
+        !bad.contains("s3cret") && !bad.contains("lbguard serving"),
+        "{bad}"
+    );
+}
