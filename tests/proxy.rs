@@ -197,6 +197,11 @@ async fn a_failing_proxy_is_named_in_the_error_and_never_hangs() {
             "lb:wr0ng-s3cret@",
             "it refused CONNECT (an error status such as 403: check the proxy's allow list)",
         ),
+        (
+            Mode::Hangup,
+            "",
+            "it closed the connection without answering CONNECT",
+        ),
     ];
     for (mode, userinfo, cause) in cases {
         let p = ConnectProxy::start(mode.clone()).await;

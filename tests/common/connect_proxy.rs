@@ -18,6 +18,8 @@ pub enum Mode {
     Forbid,
     /// Reads the CONNECT and never answers.
     Silent,
+    /// Reads the CONNECT and closes the connection.
+    Hangup,
 }
 
 /// One CONNECT the proxy was asked for.
@@ -107,6 +109,14 @@ async fn serve(mut conn: TcpStream, mode: Mode, log: Arc<Mutex<Vec<Asked>>>) {
             b"HTTP/1.1 407 Proxy Authentication Required\r\nproxy-authenticate: Basic realm=\"t\"\r\ncontent-length: 0\r\n\r\n",
         ),
         Mode::Forbid => Some(b"HTTP/1.1 403 Forbidden\r\ncontent-length: 0\r\n\r\n"),
+        Mode::Hangup => {
+            log.lock().unwrap().push(Asked {
+                target: target.to_string(),
+                authorization,
+                opened: false,
+            });
+            return;
+        }
         Mode::Silent => {
             log.lock().unwrap().push(Asked {
                 target: target.to_string(),
