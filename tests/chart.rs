@@ -1433,4 +1433,72 @@ fn workload_identity_without_a_webhook_mounts_a_token_for_the_sts() {
         &json!({"provider": "alibaba", "inventory": {"cloud": {"credentials": {"env": {"ALIBABA_CLOUD_ACCESS_KEY_SECRET": "x"}}}}}),
     );
     assert!(out["error"].as_str().is_some(), "{out}");
+
+/// `proxy.*` becomes HTTPS_PROXY and NO_PROXY in the pod (from a Secret when named), values
+/// lbguard's own reading accepts; nothing is set by default; a proxy lbguard cannot use is
+/// refused at install time.
+#[test]
+fn proxy_values_become_the_pods_https_proxy_and_no_proxy() {
+    let env = |values: Value| -> Vec<Value> {
+        let r = render(values);
+        let dep = r.kind("Deployment")[0].clone();
+        dep["spec"]["template"]["spec"]["containers"][0]["env"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|e| e["name"].as_str().unwrap().contains("PROXY"))
+            .collect()
+    };
+    assert_eq!(env(json!({})), Vec::<Value>::new());
+    let set =
+        env(json!({"proxy": {"https": "http://proxy.corp:3128", "noProxy": ".corp,10.0.0.0/8"}}));
+    assert_eq!(
+        set,
+        vec![
+            json!({"name": "HTTPS_PROXY", "value": "http://proxy.corp:3128"}),
+            json!({"name": "NO_PROXY", "value": ".corp,10.0.0.0/8"}),
+        ]
+    );
+    // What the pod gets is what lbguard reads at start.
+    let vars: BTreeMap<String, String> = set
+        .iter()
+        .map(|e| {
+            (
+                e["name"].as_str().unwrap().into(),
+                e["value"].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let proxy = lbguard::cloud::proxy::Proxy::from_env(&|n| vars.get(n).cloned())
+        .unwrap()
+        .unwrap();
+    assert_eq!(proxy.host(), "proxy.corp:3128");
+    assert!(!proxy.proxies("api.corp", 443));
+    assert!(proxy.proxies("slb.example.com", 443));
+
+    let secret = env(
+        json!({"proxy": {"https": "http://ignored:1", "httpsFromSecret": {"name": "corp-proxy"}}}),
+    );
+    assert_eq!(
+        secret,
+        vec![
+            json!({"name": "HTTPS_PROXY", "valueFrom": {"secretKeyRef": {"name": "corp-proxy", "key": "https"}}})
+        ]
+    );
+
+    for values in [
+        json!({"proxy": {"https": "https://proxy.corp:443"}}),
+        json!({"proxy": {"https": "socks5://proxy.corp:1080"}}),
+        json!({"proxy": {"http": "http://proxy.corp:3128"}}),
+    ] {
+        let out = helm("schema", &values);
+        let err = out["error"]
+            .as_str()
+            .unwrap_or_else(|| panic!("{values} was accepted"));
+        assert!(
+            err.contains("proxy") || err.contains("http"),
+            "{values}: {err}"
+        );
+    }
 }

@@ -60,14 +60,18 @@ pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, St
         std::env::var(n).ok()
     })
     .map_err(|e| e.to_string())?;
-    Cloud::new(
+    let proxy = crate::cloud::proxy::Proxy::from_env(&|n| std::env::var(n).ok())
+        .map_err(|e| e.to_string())?;
+    let http = crate::cloud::http::Http::with_proxy(&[], proxy).map_err(|e| format!("{e:#}"))?;
+    Cloud::with_http(
         provider,
         cfg,
         config.cluster.id.clone(),
         creds,
-        &[],
+        http,
         Default::default(),
         1,
+        Arc::new(std::time::Instant::now),
     )
     .map_err(|e| format!("{e:#}"))
 }

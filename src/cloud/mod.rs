@@ -14,6 +14,7 @@ pub mod creds;
 pub mod http;
 pub mod identity;
 pub mod outcome;
+pub mod proxy;
 pub mod sign;
 pub mod transport;
 
@@ -205,6 +206,24 @@ impl Cloud {
         replicas: u32,
         clock: Clock,
     ) -> anyhow::Result<Arc<Self>> {
+        let http = Http::new(extra_roots)?;
+        Self::with_http(
+            provider, cfg, cluster_id, creds, http, metrics, replicas, clock,
+        )
+    }
+
+    /// As [`Cloud::with_clock`], with the HTTPS client built by the caller (a proxy, its roots).
+    #[allow(clippy::too_many_arguments)]
+    pub fn with_http(
+        provider: Provider,
+        cfg: &CloudConfig,
+        cluster_id: Option<String>,
+        creds: Arc<CredStore>,
+        http: Http,
+        metrics: CloudMetrics,
+        replicas: u32,
+        clock: Clock,
+    ) -> anyhow::Result<Arc<Self>> {
         let endpoint = match &cfg.endpoint {
             None => None,
             Some(url) => Some(
@@ -219,7 +238,7 @@ impl Cloud {
             cluster_id,
             timeout: cfg.timeout.0,
             refresh: cfg.refresh.0,
-            http: Http::new(extra_roots)?,
+            http,
             creds,
             bucket: Bucket::new(f64::from(cfg.qps) / f64::from(replicas.max(1)), clock()),
             cache: Cache::new(cfg.cache_size as usize),

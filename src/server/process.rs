@@ -352,14 +352,24 @@ fn start_cloud(
         .and_then(|r| r.trim().parse::<u32>().ok())
         .filter(|r| *r > 0)
         .unwrap_or(1);
-    let cloud = crate::cloud::Cloud::new(
+    let proxy = crate::cloud::proxy::Proxy::from_env(&|n| std::env::var(n).ok())?;
+    match &proxy {
+        Some(p) => {
+            tracing::info!(proxy = %p.host(), no_proxy = %p.no_proxy(), "cloud API calls go through an HTTPS proxy (CONNECT); metadata services and loopback never do")
+        }
+        None => tracing::info!("cloud API calls go direct (no HTTPS_PROXY)"),
+    }
+    let http = crate::cloud::http::Http::with_proxy(roots, proxy)
+        .context("setting up the cloud API client")?;
+    let cloud = crate::cloud::Cloud::with_http(
         provider,
         cfg,
         config.cluster.id.clone(),
         creds,
-        roots,
+        http,
         metrics.cloud.clone(),
         replicas,
+        Arc::new(std::time::Instant::now),
     )
     .context("setting up the cloud API client")?;
     cloud.warm_credentials();

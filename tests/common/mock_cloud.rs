@@ -13,6 +13,8 @@ const MOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cloud/mock.py");
 pub const REGION: &str = "region-1";
 pub const AK: &str = "AKIDmock";
 pub const SK: &str = "mock-secret";
+/// A name for the mock that is not loopback (in its certificate; only a proxy resolves it).
+pub const TUNNEL_NAME: &str = "lbguard-mock.test";
 
 pub fn sdks_present() -> bool {
     Command::new("python3")
@@ -54,7 +56,8 @@ impl Mock {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
-        let certs = lbguard::server::devcert::generate(&["localhost", "127.0.0.1"]).unwrap();
+        let certs =
+            lbguard::server::devcert::generate(&["localhost", "127.0.0.1", TUNNEL_NAME]).unwrap();
         let (cert, key) = super::write_pair(dir.path(), &certs);
         let mut child = Command::new("python3")
             .arg(MOCK)
