@@ -1433,6 +1433,7 @@ fn workload_identity_without_a_webhook_mounts_a_token_for_the_sts() {
         &json!({"provider": "alibaba", "inventory": {"cloud": {"credentials": {"env": {"ALIBABA_CLOUD_ACCESS_KEY_SECRET": "x"}}}}}),
     );
     assert!(out["error"].as_str().is_some(), "{out}");
+}
 
 /// `proxy.*` becomes HTTPS_PROXY and NO_PROXY in the pod (from a Secret when named), values
 /// lbguard's own reading accepts; nothing is set by default; a proxy lbguard cannot use is
