@@ -72,6 +72,27 @@ fn triple(c: &Creds) -> Value {
     json!({"ak": c.access_key_id, "sk": c.access_key_secret, "token": c.security_token})
 }
 
+/// The cloud source reading the mock cloud with `creds`.
+fn cloud(
+    provider: Provider,
+    cfg: &lbguard::vocab::config::CloudConfig,
+    creds: Arc<CredStore>,
+    stand_in: &StandIn,
+    mock: &Mock,
+) -> Arc<lbguard::cloud::Cloud> {
+    let roots = format!("{}{}", stand_in.ca_pem, mock.ca_pem);
+    lbguard::cloud::Cloud::new(
+        provider,
+        cfg,
+        Some("c-own".into()),
+        creds,
+        roots.as_bytes(),
+        Default::default(),
+        1,
+    )
+    .unwrap()
+}
+
 /// The stand-ins and the mock cloud, or `None` when the SDKs are not installed.
 async fn both() -> Option<(StandIn, Mock, Http, tempfile::TempDir)> {
     let stand_in = StandIn::start().await?;
@@ -207,16 +228,7 @@ async fn the_sdks_and_lbguard_get_the_same_credentials_and_the_cloud_accepts_cal
             json!({"ak": got.access_key_id, "sk": got.access_key_secret, "token": got.security_token}),
         )
         .await;
-        let cloud = lbguard::cloud::Cloud::new(
-            provider,
-            &cloud_cfg,
-            Some("c-own".into()),
-            Arc::clone(&creds),
-            format!("{}{}", stand_in.ca_pem, mock.ca_pem).as_bytes(),
-            Default::default(),
-            1,
-        )
-        .unwrap();
+        let cloud = cloud(provider, &cloud_cfg, Arc::clone(&creds), &stand_in, &mock);
         let fact = cloud
             .get(lb, Instant::now() + Duration::from_secs(10), true)
             .await
@@ -247,16 +259,7 @@ async fn the_sdks_and_lbguard_get_the_same_credentials_and_the_cloud_accepts_cal
         ),
         &vars(&[("VOLCENGINE_ECS_METADATA", "EcsRole")]),
     );
-    let cloud = lbguard::cloud::Cloud::new(
-        Provider::Volcengine,
-        &cloud_cfg,
-        Some("c-own".into()),
-        creds,
-        format!("{}{}", stand_in.ca_pem, mock.ca_pem).as_bytes(),
-        Default::default(),
-        1,
-    )
-    .unwrap();
+    let cloud = cloud(Provider::Volcengine, &cloud_cfg, creds, &stand_in, &mock);
     let e = cloud
         .get("clb-user", Instant::now() + Duration::from_secs(10), true)
         .await
@@ -567,16 +570,7 @@ async fn lookups_run_on_while_the_credentials_are_renewed() {
         &config(Provider::Volcengine, &mock.url, "{}"),
         &env,
     );
-    let cloud = lbguard::cloud::Cloud::new(
-        Provider::Volcengine,
-        &cloud_cfg,
-        Some("c-own".into()),
-        creds,
-        format!("{}{}", stand_in.ca_pem, mock.ca_pem).as_bytes(),
-        Default::default(),
-        1,
-    )
-    .unwrap();
+    let cloud = cloud(Provider::Volcengine, &cloud_cfg, creds, &stand_in, &mock);
     let started = Instant::now();
     let mut n = 0;
     while started.elapsed() < Duration::from_secs(5) {

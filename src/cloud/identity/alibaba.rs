@@ -1,16 +1,15 @@
-//! Alibaba Cloud's credential providers, in `alibabacloud-credentials`' default order: an
-//! access key in the environment, RRSA (a ServiceAccount token exchanged at STS), then the
-//! ECS instance's RAM role. The SDK's profile files have no place in a pod and are skipped.
-//! The metadata service is asked only when told to (a role name, a metadata endpoint or
-//! `source: metadata`): off ECS, every admission would otherwise wait on 100.100.100.200.
+//! Alibaba Cloud's credential providers, in `alibabacloud-credentials`' default order
+//! ([`Chain`]): an access key in the environment, RRSA (a ServiceAccount token exchanged at
+//! STS), then the ECS instance's RAM role at 100.100.100.200.
 
 use std::time::Duration;
 
 use super::answer::{endpoint, flag, session_name};
+use super::chain::Chain;
 use super::imds::{Flavor, Imds};
-use super::{Env, Selected, alibaba_rrsa::Rrsa, var};
-use crate::cloud::creds::{Creds, CredsError};
-use crate::vocab::config::{CredentialSource, CredentialsConfig};
+use super::{Env, Issuer, Selected, alibaba_rrsa::Rrsa, var};
+use crate::cloud::creds::CredsError;
+use crate::vocab::config::CredentialsConfig;
 use crate::vocab::provider::Provider;
 
 pub const ROLE_ARN: &str = "ALIBABA_CLOUD_ROLE_ARN";
@@ -45,42 +44,20 @@ static ECS: Flavor = Flavor {
 };
 
 pub fn select(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsError> {
-    match cfg.source {
-        CredentialSource::Static => Creds::from_env(Provider::Alibaba, env).map(Selected::Static),
-        CredentialSource::Oidc => rrsa(cfg, env)
-            .unwrap_or_else(|| Err(missing_rrsa(env)))
-            .map(|r| Selected::Issuer(Box::new(r))),
-        CredentialSource::Metadata => {
-            if flag(env, ECS_DISABLED) {
-                return Err(CredsError::Missing(format!(
-                    "inventory.cloud.credentials.source is metadata, but {ECS_DISABLED} is true"
-                )));
-            }
-            Ok(Selected::Issuer(Box::new(ecs(cfg, env))))
-        }
-        CredentialSource::PodIdentity => Err(CredsError::Missing(
-            "Alibaba Cloud has no pod identity source; use oidc (RRSA)".into(),
-        )),
-        CredentialSource::Auto => {
-            let key = Creds::from_env(Provider::Alibaba, env);
-            if let Ok(creds) = key {
-                return Ok(Selected::Static(creds));
-            }
-            if let Some(r) = rrsa(cfg, env) {
-                return r.map(|r| Selected::Issuer(Box::new(r)));
-            }
-            let told = var(env, ECS_ROLE).is_some() || cfg.metadata_endpoint.is_some();
-            if told && !flag(env, ECS_DISABLED) {
-                return Ok(Selected::Issuer(Box::new(ecs(cfg, env))));
-            }
-            Err(CredsError::Missing(format!(
-                "no Alibaba Cloud credentials: set ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET (or LBGUARD_CLOUD_ACCESS_KEY_ID and LBGUARD_CLOUD_ACCESS_KEY_SECRET, or inventory.cloud.credentialsDir), RRSA's {ROLE_ARN}, {PROVIDER_ARN} and {TOKEN_FILE}, or the ECS role in {ECS_ROLE} (or inventory.cloud.credentials.source: metadata)"
-            )))
-        }
+    Chain {
+        provider: Provider::Alibaba,
+        cloud: "Alibaba Cloud",
+        key_vars: "ALIBABA_CLOUD_ACCESS_KEY_ID and ALIBABA_CLOUD_ACCESS_KEY_SECRET (or LBGUARD_CLOUD_ACCESS_KEY_ID and LBGUARD_CLOUD_ACCESS_KEY_SECRET, or inventory.cloud.credentialsDir)",
+        sts: rrsa(cfg, env).map(|r| r.map(|r| Box::new(r) as Box<dyn Issuer>)),
+        sts_vars: &[ROLE_ARN, PROVIDER_ARN, TOKEN_FILE],
+        ecs_role: ECS_ROLE,
+        ecs_disabled: ECS_DISABLED,
+        ecs: ecs(cfg, env),
     }
+    .select(cfg, env)
 }
 
-/// RRSA when all three of its variables are set (`None` when none is).
+/// RRSA when all three of its variables are set (`None` when one is not).
 fn rrsa(cfg: &CredentialsConfig, env: Env<'_>) -> Option<Result<Rrsa, CredsError>> {
     let (role, provider, file) = (
         var(env, ROLE_ARN),
@@ -114,17 +91,6 @@ fn rrsa(cfg: &CredentialsConfig, env: Env<'_>) -> Option<Result<Rrsa, CredsError
     }))
 }
 
-fn missing_rrsa(env: Env<'_>) -> CredsError {
-    let unset: Vec<&str> = [ROLE_ARN, PROVIDER_ARN, TOKEN_FILE]
-        .into_iter()
-        .filter(|n| var(env, n).is_none())
-        .collect();
-    CredsError::Missing(format!(
-        "inventory.cloud.credentials.source is oidc (RRSA), but {} not set (ack-pod-identity-webhook sets them)",
-        unset.join(", ") + if unset.len() == 1 { " is" } else { " are" }
-    ))
-}
-
 fn ecs(cfg: &CredentialsConfig, env: Env<'_>) -> Imds {
     Imds {
         flavor: &ECS,
@@ -136,24 +102,11 @@ fn ecs(cfg: &CredentialsConfig, env: Env<'_>) -> Imds {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
+    use crate::vocab::config::CredentialSource;
 
     fn pick(source: CredentialSource, sts: Option<&str>, vars: &[(&str, &str)]) -> String {
-        let vars: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let cfg = CredentialsConfig {
-            source,
-            sts_endpoint: sts.map(str::to_string),
-            ..Default::default()
-        };
-        match select(&cfg, &|n| vars.get(n).cloned()) {
-            Ok(s) => format!("{s:?}"),
-            Err(e) => format!("error: {e}").replace("cloud credentials: ", ""),
-        }
+        super::super::chain::picked(select, source, sts, vars)
     }
 
     const AK: [(&str, &str); 2] = [
@@ -283,7 +236,7 @@ mod tests {
 
     #[test]
     fn the_role_session_name_and_imdsv1() {
-        let vars: HashMap<&str, &str> = RRSA
+        let vars: std::collections::HashMap<&str, &str> = RRSA
             .iter()
             .copied()
             .chain([(SESSION_NAME, "my-session")])

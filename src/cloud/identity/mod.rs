@@ -16,6 +16,7 @@ use crate::vocab::provider::Provider;
 pub mod alibaba;
 pub mod alibaba_rrsa;
 pub mod answer;
+pub mod chain;
 pub mod huawei;
 pub mod imds;
 pub mod volcengine;

@@ -1,16 +1,15 @@
-//! Volcengine's credential providers, in `volcengine-python-sdk`'s default order: an access
-//! key in the environment, OIDC (a ServiceAccount token exchanged at STS), then the ECS
-//! instance's role. The SDK's CLI profile has no place in a pod and is skipped. The metadata
-//! service is asked only when told to (a role name, a metadata endpoint or
-//! `source: metadata`): off ECS, every admission would otherwise wait on 100.96.0.96.
+//! Volcengine's credential providers, in `volcengine-python-sdk`'s default order ([`Chain`]):
+//! an access key in the environment, OIDC (a ServiceAccount token exchanged at STS), then the
+//! ECS instance's role at 100.96.0.96.
 
 use std::time::Duration;
 
-use super::answer::{endpoint, flag, session_name};
+use super::answer::{endpoint, session_name};
+use super::chain::Chain;
 use super::imds::{Flavor, Imds};
-use super::{Env, Selected, var, volcengine_oidc::Oidc};
-use crate::cloud::creds::{Creds, CredsError};
-use crate::vocab::config::{CredentialSource, CredentialsConfig};
+use super::{Env, Issuer, Selected, var, volcengine_oidc::Oidc};
+use crate::cloud::creds::CredsError;
+use crate::vocab::config::CredentialsConfig;
 use crate::vocab::provider::Provider;
 
 pub const ROLE_TRN: &str = "VOLCENGINE_OIDC_ROLE_TRN";
@@ -42,40 +41,17 @@ static ECS: Flavor = Flavor {
 };
 
 pub fn select(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsError> {
-    match cfg.source {
-        CredentialSource::Static => {
-            Creds::from_env(Provider::Volcengine, env).map(Selected::Static)
-        }
-        CredentialSource::Oidc => oidc(cfg, env)
-            .unwrap_or_else(|| Err(missing_oidc(env)))
-            .map(|o| Selected::Issuer(Box::new(o))),
-        CredentialSource::Metadata => {
-            if flag(env, ECS_DISABLED) {
-                return Err(CredsError::Missing(format!(
-                    "inventory.cloud.credentials.source is metadata, but {ECS_DISABLED} is true"
-                )));
-            }
-            Ok(Selected::Issuer(Box::new(ecs(cfg, env))))
-        }
-        CredentialSource::PodIdentity => Err(CredsError::Missing(
-            "Volcengine has no pod identity source; use oidc".into(),
-        )),
-        CredentialSource::Auto => {
-            if let Ok(creds) = Creds::from_env(Provider::Volcengine, env) {
-                return Ok(Selected::Static(creds));
-            }
-            if let Some(o) = oidc(cfg, env) {
-                return o.map(|o| Selected::Issuer(Box::new(o)));
-            }
-            let told = var(env, ECS_ROLE).is_some() || cfg.metadata_endpoint.is_some();
-            if told && !flag(env, ECS_DISABLED) {
-                return Ok(Selected::Issuer(Box::new(ecs(cfg, env))));
-            }
-            Err(CredsError::Missing(format!(
-                "no Volcengine credentials: set VOLCENGINE_ACCESS_KEY and VOLCENGINE_SECRET_KEY (or LBGUARD_CLOUD_ACCESS_KEY_ID and LBGUARD_CLOUD_ACCESS_KEY_SECRET, or inventory.cloud.credentialsDir), OIDC's {ROLE_TRN} and {TOKEN_FILE}, or the ECS role in {ECS_ROLE} (or inventory.cloud.credentials.source: metadata)"
-            )))
-        }
+    Chain {
+        provider: Provider::Volcengine,
+        cloud: "Volcengine",
+        key_vars: "VOLCENGINE_ACCESS_KEY and VOLCENGINE_SECRET_KEY (or LBGUARD_CLOUD_ACCESS_KEY_ID and LBGUARD_CLOUD_ACCESS_KEY_SECRET, or inventory.cloud.credentialsDir)",
+        sts: oidc(cfg, env).map(|o| o.map(|o| Box::new(o) as Box<dyn Issuer>)),
+        sts_vars: &[ROLE_TRN, TOKEN_FILE],
+        ecs_role: ECS_ROLE,
+        ecs_disabled: ECS_DISABLED,
+        ecs: ecs(cfg, env),
     }
+    .select(cfg, env)
 }
 
 /// OIDC when both its variables are set (`None` when either is missing).
@@ -97,17 +73,6 @@ fn oidc(cfg: &CredentialsConfig, env: Env<'_>) -> Option<Result<Oidc, CredsError
     }))
 }
 
-fn missing_oidc(env: Env<'_>) -> CredsError {
-    let unset: Vec<&str> = [ROLE_TRN, TOKEN_FILE]
-        .into_iter()
-        .filter(|n| var(env, n).is_none())
-        .collect();
-    CredsError::Missing(format!(
-        "inventory.cloud.credentials.source is oidc, but {} not set",
-        unset.join(", ") + if unset.len() == 1 { " is" } else { " are" }
-    ))
-}
-
 fn ecs(cfg: &CredentialsConfig, env: Env<'_>) -> Imds {
     Imds {
         flavor: &ECS,
@@ -119,24 +84,11 @@ fn ecs(cfg: &CredentialsConfig, env: Env<'_>) -> Imds {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
-
     use super::*;
+    use crate::vocab::config::CredentialSource;
 
     fn pick(source: CredentialSource, sts: Option<&str>, vars: &[(&str, &str)]) -> String {
-        let vars: HashMap<String, String> = vars
-            .iter()
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let cfg = CredentialsConfig {
-            source,
-            sts_endpoint: sts.map(str::to_string),
-            ..Default::default()
-        };
-        match select(&cfg, &|n| vars.get(n).cloned()) {
-            Ok(s) => format!("{s:?}"),
-            Err(e) => format!("error: {e}").replace("cloud credentials: ", ""),
-        }
+        super::super::chain::picked(select, source, sts, vars)
     }
 
     const AK: [(&str, &str); 2] = [
