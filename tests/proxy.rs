@@ -416,3 +416,65 @@ fn the_server_logs_the_proxy_host_only() {
         "{bad}"
     );
 }
+
+/// Outside a pod, the Kubernetes client follows HTTPS_PROXY for the kubeconfig's API server
+/// as kubectl does (in a pod it uses the in-cluster config, without a proxy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubeconfig_api_server_is_reached_through_the_proxy_as_kubectl_does() {
+    let p = ConnectProxy::start(Mode::Open).await;
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens there: the proxy answers 502 and lbguard runs standalone.
+    let api = common::free_port();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{api}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let url = p.url("");
+    let log = tokio::task::spawn_blocking(move || {
+        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            .args(["serve", "--dev", "--use-kubeconfig", "--dev-dir"])
+            .arg(dir.path())
+            .args(["--addr", &format!("127.0.0.1:{}", common::free_port())])
+            .args([
+                "--metrics-addr",
+                &format!("127.0.0.1:{}", common::free_port()),
+            ])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("HTTPS_PROXY", url)
+            .env_remove("https_proxy")
+            .env_remove("NO_PROXY")
+            .env_remove("no_proxy")
+            .env_remove("KUBERNETES_SERVICE_HOST")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stderr = child.stderr.take().unwrap();
+        let mut seen = Vec::new();
+        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+            let line = line.unwrap();
+            let serving = line.contains("lbguard serving");
+            seen.push(line);
+            if serving {
+                break;
+            }
+        }
+        let _ = std::process::Command::new("kill")
+            .args(["-TERM", &child.id().to_string()])
+            .status();
+        let _ = child.wait();
+        seen.join("\n")
+    })
+    .await
+    .unwrap();
+    assert!(log.contains("lbguard serving"), "{log}");
+    let asked = p.asked();
+    assert!(
+        asked.iter().any(|a| a.target == format!("127.0.0.1:{api}")),
+        "{asked:?}\n{log}"
+    );
+}
