@@ -297,6 +297,50 @@ async fn plain_http_never_goes_through_the_proxy() {
     assert_eq!(p.asked().len(), 1, "{:?}", p.asked());
 }
 
+/// `lbguard serve --dev` in `dir` with `args`, the proxy variables `vars` (the others
+/// removed) and no cluster unless a kubeconfig is named: its log until it serves or stops.
+fn serve_log(
+    dir: &std::path::Path,
+    args: &[&std::ffi::OsStr],
+    vars: &[(&str, &std::ffi::OsStr)],
+) -> String {
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"));
+    cmd.args(["serve", "--dev", "--log-format", "json", "--dev-dir"])
+        .arg(dir)
+        .args(["--addr", &format!("127.0.0.1:{}", common::free_port())])
+        .args([
+            "--metrics-addr",
+            &format!("127.0.0.1:{}", common::free_port()),
+        ])
+        .args(args)
+        .env("KUBECONFIG", dir.join("no-such-kubeconfig"))
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+    for name in ["HTTPS_PROXY", "https_proxy", "NO_PROXY", "no_proxy"] {
+        cmd.env_remove(name);
+    }
+    for (name, value) in vars {
+        cmd.env(name, value);
+    }
+    let mut child = cmd.spawn().unwrap();
+    let stderr = child.stderr.take().unwrap();
+    let mut seen = Vec::new();
+    for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
+        let line = line.unwrap();
+        let serving = line.contains("lbguard serving");
+        seen.push(line);
+        if serving {
+            break;
+        }
+    }
+    let _ = std::process::Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status();
+    let _ = child.wait();
+    seen.join("\n")
+}
+
 /// A config for `provider` calling the mock by its tunnel name, and its credentials.
 fn config_file(port: u16, creds: &std::path::Path, dir: &std::path::Path) -> std::path::PathBuf {
     let path = dir.join("config.yaml");
@@ -358,41 +402,14 @@ fn the_server_logs_the_proxy_host_only() {
     std::fs::write(dir.path().join("accessKeySecret"), SK).unwrap();
     let config = config_file(1, dir.path(), dir.path());
     let serve = |proxy: &str| {
-        let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
-            .args(["serve", "--dev", "--log-format", "json", "--dev-dir"])
-            .arg(dir.path())
-            .args(["--addr", &format!("127.0.0.1:{}", common::free_port())])
-            .args([
-                "--metrics-addr",
-                &format!("127.0.0.1:{}", common::free_port()),
-            ])
-            .arg("--config")
-            .arg(&config)
-            .env("HTTPS_PROXY", proxy)
-            .env("NO_PROXY", ".corp.example")
-            .env_remove("https_proxy")
-            .env_remove("no_proxy")
-            .env("KUBECONFIG", dir.path().join("no-such-kubeconfig"))
-            .env_remove("KUBERNETES_SERVICE_HOST")
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stderr = child.stderr.take().unwrap();
-        let mut seen = Vec::new();
-        for line in std::io::BufRead::lines(std::io::BufReader::new(stderr)) {
-            let line = line.unwrap();
-            let serving = line.contains("lbguard serving");
-            seen.push(line);
-            if serving {
-                break;
-            }
-        }
-        let _ = std::process::Command::new("kill")
-            .args(["-TERM", &child.id().to_string()])
-            .status();
-        let _ = child.wait();
-        seen.join("\n")
+        serve_log(
+            dir.path(),
+            &["--config".as_ref(), config.as_os_str()],
+            &[
+                ("HTTPS_PROXY", proxy.as_ref()),
+                ("NO_PROXY", ".corp.example".as_ref()),
+            ],
+        )
     };
     let good = serve("http://lb:s3cret@proxy.corp.example:3128");
     let bad = serve("socks5://lb:s3cret@proxy.corp.example:1080");
@@ -414,5 +431,42 @@ fn the_server_logs_the_proxy_host_only() {
     assert!(
         !bad.contains("s3cret") && !bad.contains("lbguard serving"),
         "{bad}"
+    );
+}
+
+/// Outside a pod, the Kubernetes client follows HTTPS_PROXY for the kubeconfig's API server
+/// as kubectl does (in a pod it uses the in-cluster config, without a proxy).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_kubeconfig_api_server_is_reached_through_the_proxy_as_kubectl_does() {
+    let p = ConnectProxy::start(Mode::Open).await;
+    let dir = tempfile::tempdir().unwrap();
+    // Nothing listens there: the proxy answers 502 and lbguard runs standalone.
+    let api = common::free_port();
+    let kubeconfig = dir.path().join("kubeconfig");
+    std::fs::write(
+        &kubeconfig,
+        format!(
+            "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n    server: https://127.0.0.1:{api}\n    insecure-skip-tls-verify: true\nusers:\n- name: u\n  user:\n    token: t\ncontexts:\n- name: x\n  context: {{cluster: c, user: u}}\ncurrent-context: x\n"
+        ),
+    )
+    .unwrap();
+    let url = p.url("");
+    let log = tokio::task::spawn_blocking(move || {
+        serve_log(
+            dir.path(),
+            &["--use-kubeconfig".as_ref()],
+            &[
+                ("KUBECONFIG", kubeconfig.as_os_str()),
+                ("HTTPS_PROXY", url.as_ref()),
+            ],
+        )
+    })
+    .await
+    .unwrap();
+    assert!(log.contains("lbguard serving"), "{log}");
+    let asked = p.asked();
+    assert!(
+        asked.iter().any(|a| a.target == format!("127.0.0.1:{api}")),
+        "{asked:?}\n{log}"
     );
 }
