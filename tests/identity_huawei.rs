@@ -279,7 +279,22 @@ async fn an_sts_error_shows_once_the_last_good_credentials_expire() {
     id.write("oidc-token", "a-token-sts-refuses");
     let m = s.current(&http, WAIT).await.unwrap_err().to_string();
     assert!(m.contains("refused") && m.contains("STS.0102"), "{m}");
-    assert!(!m.contains("a-token-sts-refuses"), "{m}");
+    assert!(
+        !m.contains("a-token-sts-refuses") && m.contains("the id_token *** is invalid"),
+        "{m}"
+    );
+    // Pod identity refusing the token: its code, never the token.
+    id.write("pod-token", "a-pod-token-it-refuses");
+    let m = store(&id.http, CredentialSource::PodIdentity, &pod(&id))
+        .current(&http, WAIT)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("HTTP 401 CCE.01401"), "{m}");
+    assert!(
+        !m.contains("a-pod-token-it-refuses") && m.contains("the token *** is"),
+        "{m}"
+    );
     // Federated: an IdP IAM does not know is named in IAM's words.
     let mut vars = federated(&id);
     vars[0].1 = "no-such-idp".into();

@@ -79,11 +79,17 @@ impl Issuer for Federated {
                 vec![("X-Idp-Id".into(), self.idp_id.clone())],
                 json!({"auth": {"id_token": {"id": id_token}}}),
             );
-            let got = ctx.http.send(&self.iam.base, &req, left()).await?;
+            let hide = |e| answer::hide(e, &[&id_token]);
+            let got = ctx
+                .http
+                .send(&self.iam.base, &req, left())
+                .await
+                .map_err(hide)?;
             if !(200..300).contains(&got.status) {
-                return Err(answer::failure(&got));
+                return Err(hide(answer::failure(&got)));
             }
             let unscoped = answer::header(&got, "X-Subject-Token")?;
+            let hide = |e| answer::hide(e, &[&id_token, &unscoped]);
             let req = self.post(
                 SECURITY_TOKENS,
                 Vec::new(),
@@ -92,8 +98,12 @@ impl Issuer for Federated {
                     "token": {"id": unscoped, "duration_seconds": DURATION_SECONDS},
                 }}}),
             );
-            let got = ctx.http.send(&self.iam.base, &req, left()).await?;
-            let (creds, expires) = answer::credential(&got)?;
+            let got = ctx
+                .http
+                .send(&self.iam.base, &req, left())
+                .await
+                .map_err(hide)?;
+            let (creds, expires) = answer::credential(&got).map_err(hide)?;
             Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
         })
     }

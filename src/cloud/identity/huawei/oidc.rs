@@ -126,8 +126,13 @@ impl Issuer for Oidc {
                 ..Default::default()
             };
             let budget = ctx.budget.saturating_sub(started.elapsed());
-            let got = ctx.http.send(&self.sts.base, &req, budget).await?;
-            let (creds, expires) = answer::credential(&got)?;
+            let hide = |e| answer::hide(e, &[&id_token]);
+            let got = ctx
+                .http
+                .send(&self.sts.base, &req, budget)
+                .await
+                .map_err(hide)?;
+            let (creds, expires) = answer::credential(&got).map_err(hide)?;
             Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
         })
     }

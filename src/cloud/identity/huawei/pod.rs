@@ -51,14 +51,19 @@ impl Issuer for Pod {
                     self.agent.path.clone()
                 },
                 headers: vec![
-                    ("Authorization".into(), token),
+                    ("Authorization".into(), token.clone()),
                     ("Content-Type".into(), "application/json".into()),
                 ],
                 body: b"{}".to_vec(),
                 ..Default::default()
             };
-            let got = ctx.http.send(&self.agent.base, &req, ctx.budget).await?;
-            let (creds, expires) = answer::credential(&got)?;
+            let hide = |e| answer::hide(e, &[&token]);
+            let got = ctx
+                .http
+                .send(&self.agent.base, &req, ctx.budget)
+                .await
+                .map_err(hide)?;
+            let (creds, expires) = answer::credential(&got).map_err(hide)?;
             Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
         })
     }
