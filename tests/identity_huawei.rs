@@ -328,6 +328,10 @@ async fn an_unreachable_or_silent_metadata_service_fails_quickly() {
         m.contains("ECS metadata") && m.contains("cannot reach"),
         "{m}"
     );
+    // In `auto`, pod identity serves when the metadata service cannot be reached.
+    let s = store(&closed, CredentialSource::Auto, &pod(&id));
+    assert_eq!(s.current(&http, WAIT).await.unwrap().access_key_id, AK);
+    assert!(s.describe().contains("pod identity"), "{}", s.describe());
     // It accepts, and never answers: the caller's budget ends the wait.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", silent.local_addr().unwrap());
