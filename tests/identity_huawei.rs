@@ -212,8 +212,8 @@ async fn renewed_before_expiry_while_calls_run_and_a_rotated_token_is_read_again
     let Some(id) = IdentityHuawei::start().await else {
         return;
     };
-    // Renewal is due 2 s after each exchange (the SDK renews 40 minutes before expiry).
-    id.control("state", json!({"life": 40 * 60 + 2})).await;
+    // Renewal is due half-way through a life shorter than the SDK's 40-minute margin: at 2 s.
+    id.control("state", json!({"life": 4})).await;
     let http = Http::new(id.ca_pem.as_bytes()).unwrap();
     let s = store(&id.http, CredentialSource::Oidc, &oidc(&id));
     s.current(&http, WAIT).await.unwrap();
@@ -252,7 +252,7 @@ async fn an_sts_error_shows_once_the_last_good_credentials_expire() {
     s.current(&http, WAIT).await.unwrap();
     id.control("fault", json!({"mode": "throttle"})).await;
     // Throttled renewals behind the calls; the held credentials serve until they expire.
-    while issued.elapsed() < Duration::from_millis(2000) {
+    while issued.elapsed() < Duration::from_millis(2500) {
         assert_eq!(s.current(&http, WAIT).await.unwrap().access_key_id, AK);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }

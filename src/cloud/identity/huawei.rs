@@ -15,7 +15,7 @@ mod oidc;
 mod pod;
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 
@@ -33,6 +33,20 @@ pub use pod::Pod;
 /// The SDK asks for new credentials this long before they expire
 /// (`Credentials._DEFAULT_EXPIRATION_THRESHOLD_SECONDS`).
 pub const RENEW_BEFORE: Duration = Duration::from_secs(40 * 60);
+
+/// Renewed [`RENEW_BEFORE`] their expiry, as the SDK does; credentials living shorter than
+/// that are renewed half-way (the SDK would ask again on every call).
+fn renewable(creds: Creds, expires: SystemTime) -> Issued {
+    let life = expires
+        .duration_since(SystemTime::now())
+        .unwrap_or_default();
+    let before = if life > RENEW_BEFORE {
+        RENEW_BEFORE
+    } else {
+        life / 2
+    };
+    Issued::expiring(creds, expires, before)
+}
 
 /// Where the project id of issued credentials comes from, in this order.
 pub const PROJECT_VARS: [&str; 2] = ["LBGUARD_CLOUD_PROJECT_ID", "HUAWEICLOUD_SDK_PROJECT_ID"];

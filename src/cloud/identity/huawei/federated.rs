@@ -8,7 +8,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use super::{RENEW_BEFORE, Target, answer, https_endpoint};
+use super::{Target, answer, https_endpoint, renewable};
 use crate::cloud::creds::CredsError;
 use crate::cloud::identity::{Ctx, Env, Issued, Issuer, read_token, var};
 use crate::cloud::outcome::CloudError;
@@ -104,7 +104,7 @@ impl Issuer for Federated {
                 .await
                 .map_err(hide)?;
             let (creds, expires) = answer::credential(&got).map_err(hide)?;
-            Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
+            Ok(renewable(creds, expires))
         })
     }
 }

@@ -4,7 +4,7 @@
 
 use futures::future::BoxFuture;
 
-use super::{RENEW_BEFORE, Target, answer};
+use super::{Target, answer, renewable};
 use crate::cloud::creds::CredsError;
 use crate::cloud::identity::{Ctx, Env, Issued, Issuer, read_token, var};
 use crate::cloud::outcome::CloudError;
@@ -64,7 +64,7 @@ impl Issuer for Pod {
                 .await
                 .map_err(hide)?;
             let (creds, expires) = answer::credential(&got).map_err(hide)?;
-            Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
+            Ok(renewable(creds, expires))
         })
     }
 }

@@ -132,3 +132,30 @@ fn nothing_secret_reaches_debug_or_describe() {
         }
     }
 }
+
+#[test]
+fn renewed_forty_minutes_early_or_half_way_through_a_shorter_life() {
+    let c = Creds {
+        access_key_id: "A".into(),
+        access_key_secret: "S".into(),
+        security_token: None,
+        project_id: None,
+    };
+    let now = std::time::SystemTime::now();
+    let hour = renewable(c.clone(), now + Duration::from_secs(3600));
+    let at = hour
+        .renew_at
+        .unwrap()
+        .duration_since(now)
+        .unwrap()
+        .as_secs();
+    assert!((1199..=1200).contains(&at), "{at}");
+    let short = renewable(c, now + Duration::from_secs(900));
+    let at = short
+        .renew_at
+        .unwrap()
+        .duration_since(now)
+        .unwrap()
+        .as_secs();
+    assert!((449..=450).contains(&at), "{at}");
+}
