@@ -69,6 +69,8 @@ use CredentialSource::{Auto, Metadata as Md, Oidc as Od, PodIdentity, Static};
 #[case::oidc_named_takes_the_idp(Od, &[KEY, FEDERATED, PROJECT], "federated OIDC")]
 #[case::pod_named(PodIdentity, &[OIDC, POD, PROJECT], "CCE pod identity (at http://169.254.170.2/v1/credential)")]
 #[case::metadata_named(Md, &[OIDC, KEY, POD, PROJECT], "ECS metadata")]
+#[case::static_ignores_a_bad_sts(Static, &[KEY, PROJECT, &[("HUAWEICLOUD_SDK_STS_ENDPOINT", "sts.local")]], "Static(")]
+#[case::pod_ignores_a_bad_duration(PodIdentity, &[OIDC, POD, PROJECT, &[("HUAWEICLOUD_OIDC_DURATION_SECONDS", "1h")]], "pod identity")]
 fn the_sdk_order(
     #[case] source: CredentialSource,
     #[case] sets: &[&[(&str, &str)]],
@@ -88,6 +90,7 @@ fn the_sdk_order(
 #[case::sts_not_https(Auto, &[OIDC, PROJECT, &[("HUAWEICLOUD_SDK_STS_ENDPOINT", "http://sts.local")]], "not an https URL")]
 #[case::iam_not_https(Auto, &[FEDERATED, PROJECT, &[("HUAWEICLOUD_SDK_IAM_ENDPOINT", "iam.local")]], "not an https URL")]
 #[case::bad_duration(Auto, &[OIDC, PROJECT, &[("HUAWEICLOUD_OIDC_DURATION_SECONDS", "1h")]], "not a number")]
+#[case::oidc_named_with_a_bad_sts(Od, &[OIDC, PROJECT, &[("HUAWEICLOUD_SDK_STS_ENDPOINT", "sts.local")]], "not an https URL")]
 #[case::bad_pod_uri(PodIdentity, &[PROJECT, &[("HC_CONTAINER_CREDENTIALS_FULL_URI", "/relative"), ("HC_CONTAINER_AUTHORIZATION_TOKEN_FILE", "/t")]], "not an absolute URL")]
 fn refused(#[case] source: CredentialSource, #[case] sets: &[&[(&str, &str)]], #[case] says: &str) {
     let e = selected(source, sets).unwrap_err();
