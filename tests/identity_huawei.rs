@@ -212,8 +212,8 @@ async fn renewed_before_expiry_while_calls_run_and_a_rotated_token_is_read_again
     let Some(id) = IdentityHuawei::start().await else {
         return;
     };
-    // Renewal is due 2 s after each exchange (the SDK renews 40 minutes before expiry).
-    id.control("state", json!({"life": 40 * 60 + 2})).await;
+    // Renewal is due half-way through a life shorter than the SDK's 40-minute margin: at 2 s.
+    id.control("state", json!({"life": 4})).await;
     let http = Http::new(id.ca_pem.as_bytes()).unwrap();
     let s = store(&id.http, CredentialSource::Oidc, &oidc(&id));
     s.current(&http, WAIT).await.unwrap();
@@ -252,7 +252,7 @@ async fn an_sts_error_shows_once_the_last_good_credentials_expire() {
     s.current(&http, WAIT).await.unwrap();
     id.control("fault", json!({"mode": "throttle"})).await;
     // Throttled renewals behind the calls; the held credentials serve until they expire.
-    while issued.elapsed() < Duration::from_millis(2000) {
+    while issued.elapsed() < Duration::from_millis(2500) {
         assert_eq!(s.current(&http, WAIT).await.unwrap().access_key_id, AK);
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
@@ -279,7 +279,22 @@ async fn an_sts_error_shows_once_the_last_good_credentials_expire() {
     id.write("oidc-token", "a-token-sts-refuses");
     let m = s.current(&http, WAIT).await.unwrap_err().to_string();
     assert!(m.contains("refused") && m.contains("STS.0102"), "{m}");
-    assert!(!m.contains("a-token-sts-refuses"), "{m}");
+    assert!(
+        !m.contains("a-token-sts-refuses") && m.contains("the id_token *** is invalid"),
+        "{m}"
+    );
+    // Pod identity refusing the token: its code, never the token.
+    id.write("pod-token", "a-pod-token-it-refuses");
+    let m = store(&id.http, CredentialSource::PodIdentity, &pod(&id))
+        .current(&http, WAIT)
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(m.contains("HTTP 401 CCE.01401"), "{m}");
+    assert!(
+        !m.contains("a-pod-token-it-refuses") && m.contains("the token *** is"),
+        "{m}"
+    );
     // Federated: an IdP IAM does not know is named in IAM's words.
     let mut vars = federated(&id);
     vars[0].1 = "no-such-idp".into();
@@ -313,6 +328,10 @@ async fn an_unreachable_or_silent_metadata_service_fails_quickly() {
         m.contains("ECS metadata") && m.contains("cannot reach"),
         "{m}"
     );
+    // In `auto`, pod identity serves when the metadata service cannot be reached.
+    let s = store(&closed, CredentialSource::Auto, &pod(&id));
+    assert_eq!(s.current(&http, WAIT).await.unwrap().access_key_id, AK);
+    assert!(s.describe().contains("pod identity"), "{}", s.describe());
     // It accepts, and never answers: the caller's budget ends the wait.
     let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let url = format!("http://{}", silent.local_addr().unwrap());

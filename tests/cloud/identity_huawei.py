@@ -206,7 +206,8 @@ class Handler(BaseHTTPRequestHandler):
         if body["agency_urn"] != want["agencyUrn"]:
             return self.refuse(403, "STS.0005", "the agency does not trust this identity provider")
         if body["id_token"] != want["idToken"]:
-            return self.refuse(400, "STS.0102", "the id_token is invalid or has expired")
+            # Quoting what it refuses, as some services do: lbguard must not repeat it.
+            return self.refuse(400, "STS.0102", f"the id_token {body['id_token']} is invalid or has expired")
         c = self.credential()
         return self.answer(200, {
             "credentials": {"access_key_id": c["access"], "secret_access_key": c["secret"],
@@ -285,7 +286,7 @@ class Handler(BaseHTTPRequestHandler):
             want = STATE["podToken"]
             CALLS["idTokens"].append(self.headers.get("Authorization"))
         if self.headers.get("Authorization") != want:
-            return self.refuse(401, "CCE.01401", "the pod identity token is invalid")
+            return self.refuse(401, "CCE.01401", f"the token {self.headers.get('Authorization')} is invalid")
         return self.reply(200, {"credential": self.credential()})
 
     # ----- control -----

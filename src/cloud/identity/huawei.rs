@@ -15,7 +15,7 @@ mod oidc;
 mod pod;
 
 use std::sync::Mutex;
-use std::time::Duration;
+use std::time::{Duration, SystemTime};
 
 use futures::future::BoxFuture;
 
@@ -34,54 +34,40 @@ pub use pod::Pod;
 /// (`Credentials._DEFAULT_EXPIRATION_THRESHOLD_SECONDS`).
 pub const RENEW_BEFORE: Duration = Duration::from_secs(40 * 60);
 
+/// Renewed [`RENEW_BEFORE`] their expiry, as the SDK does; credentials living shorter than
+/// that are renewed half-way (the SDK would ask again on every call).
+fn renewable(creds: Creds, expires: SystemTime) -> Issued {
+    let life = expires
+        .duration_since(SystemTime::now())
+        .unwrap_or_default();
+    let before = if life > RENEW_BEFORE {
+        RENEW_BEFORE
+    } else {
+        life / 2
+    };
+    Issued::expiring(creds, expires, before)
+}
+
 /// Where the project id of issued credentials comes from, in this order.
 pub const PROJECT_VARS: [&str; 2] = ["LBGUARD_CLOUD_PROJECT_ID", "HUAWEICLOUD_SDK_PROJECT_ID"];
 
 pub fn select(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsError> {
-    let oidc = Oidc::from_env(cfg, env)?;
-    let federated = Federated::from_env(cfg, env)?;
-    let pod = Pod::from_env(env)?;
+    // A source named in the config reads only its own variables.
     match cfg.source {
+        CredentialSource::Auto => auto(cfg, env),
         CredentialSource::Static => static_key(env),
-        CredentialSource::Auto => {
-            if let Some(o) = oidc {
-                return with_project(Box::new(o), env);
-            }
-            if let Some(f) = federated {
-                return with_project(Box::new(f), env);
-            }
-            if has_access_key(env) {
-                return static_key(env);
-            }
-            // The SDK asks the metadata service next, and CCE pod identity when that fails.
-            let md = Metadata::new(cfg);
-            let chain: Box<dyn Issuer> = match pod {
-                Some(pod) => Box::new(MetadataThenPod {
-                    metadata: md,
-                    pod,
-                    chosen: Mutex::new(None),
-                }),
-                None => Box::new(md),
-            };
-            with_project(chain, env).map_err(|_| {
-                CredsError::Missing(format!(
-                    "no Huawei Cloud credentials: set {} and {} ({} or {}), or {} and {}, or an access key ({} and {}); for the ECS metadata service or CCE pod identity, set {} (the project of the region)",
-                    oidc::PROVIDER_URN,
-                    oidc::AGENCY_URN,
-                    oidc::TOKEN_FILE,
-                    oidc::ID_TOKEN,
-                    federated::IDP_ID,
-                    federated::ID_TOKEN_FILE,
-                    "HUAWEICLOUD_SDK_AK",
-                    "HUAWEICLOUD_SDK_SK",
-                    PROJECT_VARS[1],
-                ))
-            })
-        }
-        CredentialSource::Oidc => match (oidc, federated) {
-            (Some(o), _) => with_project(Box::new(o), env),
-            (None, Some(f)) => with_project(Box::new(f), env),
-            (None, None) => Err(CredsError::Missing(format!(
+        CredentialSource::Metadata => with_project(Box::new(Metadata::new(cfg)), env),
+        CredentialSource::PodIdentity => match Pod::from_env(env)? {
+            Some(p) => with_project(Box::new(p), env),
+            None => Err(CredsError::Missing(format!(
+                "inventory.cloud.credentials.source podIdentity: set {} and {} (CCE's pod identity webhook does)",
+                pod::FULL_URI,
+                pod::TOKEN_FILE
+            ))),
+        },
+        CredentialSource::Oidc => match oidc_or_federated(cfg, env)? {
+            Some(issuer) => with_project(issuer, env),
+            None => Err(CredsError::Missing(format!(
                 "inventory.cloud.credentials.source oidc: set {}, {} and {} (or {}), or {} and {}",
                 oidc::PROVIDER_URN,
                 oidc::AGENCY_URN,
@@ -91,16 +77,52 @@ pub fn select(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsEr
                 federated::ID_TOKEN_FILE
             ))),
         },
-        CredentialSource::PodIdentity => match pod {
-            Some(p) => with_project(Box::new(p), env),
-            None => Err(CredsError::Missing(format!(
-                "inventory.cloud.credentials.source podIdentity: set {} and {} (CCE's pod identity webhook does)",
-                pod::FULL_URI,
-                pod::TOKEN_FILE
-            ))),
-        },
-        CredentialSource::Metadata => with_project(Box::new(Metadata::new(cfg)), env),
     }
+}
+
+/// The SDK's default chain.
+fn auto(cfg: &CredentialsConfig, env: Env<'_>) -> Result<Selected, CredsError> {
+    if let Some(issuer) = oidc_or_federated(cfg, env)? {
+        return with_project(issuer, env);
+    }
+    if has_access_key(env) {
+        return static_key(env);
+    }
+    // The SDK asks the metadata service next, and CCE pod identity when that fails.
+    let metadata = Metadata::new(cfg);
+    let chain: Box<dyn Issuer> = match Pod::from_env(env)? {
+        Some(pod) => Box::new(MetadataThenPod {
+            metadata,
+            pod,
+            chosen: Mutex::new(None),
+        }),
+        None => Box::new(metadata),
+    };
+    with_project(chain, env).map_err(|_| {
+        CredsError::Missing(format!(
+            "no Huawei Cloud credentials: set {} and {} ({} or {}), or {} and {}, or an access key ({} and {}); for the ECS metadata service or CCE pod identity, set {} (the project of the region)",
+            oidc::PROVIDER_URN,
+            oidc::AGENCY_URN,
+            oidc::TOKEN_FILE,
+            oidc::ID_TOKEN,
+            federated::IDP_ID,
+            federated::ID_TOKEN_FILE,
+            "HUAWEICLOUD_SDK_AK",
+            "HUAWEICLOUD_SDK_SK",
+            PROJECT_VARS[1],
+        ))
+    })
+}
+
+/// OIDC at the STS, else federated OIDC through IAM: the first providers of the SDK's chain.
+fn oidc_or_federated(
+    cfg: &CredentialsConfig,
+    env: Env<'_>,
+) -> Result<Option<Box<dyn Issuer>>, CredsError> {
+    if let Some(o) = Oidc::from_env(cfg, env)? {
+        return Ok(Some(Box::new(o)));
+    }
+    Ok(Federated::from_env(cfg, env)?.map(|f| Box::new(f) as Box<dyn Issuer>))
 }
 
 fn static_key(env: Env<'_>) -> Result<Selected, CredsError> {

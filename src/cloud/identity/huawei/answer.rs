@@ -130,6 +130,15 @@ fn cut(s: &str) -> String {
     }
 }
 
+/// The error without the tokens sent (a service may quote what it refuses).
+pub fn hide(e: CloudError, sent: &[&str]) -> CloudError {
+    e.map_text(|m| {
+        sent.iter()
+            .filter(|t| !t.is_empty())
+            .fold(m.to_string(), |m, t| m.replace(t, "***"))
+    })
+}
+
 /// A successful answer's header, or the error of its absence.
 pub fn header(answer: &Answer, name: &str) -> Result<String, CloudError> {
     answer
@@ -247,6 +256,17 @@ mod tests {
     fn failures(#[case] status: u16, #[case] body: &str, #[case] label: &str) {
         let e = failure(&answer(status, body));
         assert_eq!(e.label(), label, "{e}");
+    }
+
+    #[test]
+    fn a_quoted_token_is_hidden() {
+        let e = failure(&answer(
+            400,
+            r#"{"error_code":"STS.0102","error_msg":"the id_token eyJ.tok.en is invalid"}"#,
+        ));
+        let e = hide(e, &["eyJ.tok.en", ""]);
+        assert_eq!(e.to_string().matches("***").count(), 1, "{e}");
+        assert!(!e.to_string().contains("eyJ.tok.en"), "{e}");
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use super::{RENEW_BEFORE, Target, answer, https_endpoint};
+use super::{Target, answer, https_endpoint, renewable};
 use crate::cloud::creds::CredsError;
 use crate::cloud::identity::{Ctx, Env, Issued, Issuer, read_token, var};
 use crate::cloud::outcome::CloudError;
@@ -79,11 +79,17 @@ impl Issuer for Federated {
                 vec![("X-Idp-Id".into(), self.idp_id.clone())],
                 json!({"auth": {"id_token": {"id": id_token}}}),
             );
-            let got = ctx.http.send(&self.iam.base, &req, left()).await?;
+            let hide = |e| answer::hide(e, &[&id_token]);
+            let got = ctx
+                .http
+                .send(&self.iam.base, &req, left())
+                .await
+                .map_err(hide)?;
             if !(200..300).contains(&got.status) {
-                return Err(answer::failure(&got));
+                return Err(hide(answer::failure(&got)));
             }
             let unscoped = answer::header(&got, "X-Subject-Token")?;
+            let hide = |e| answer::hide(e, &[&id_token, &unscoped]);
             let req = self.post(
                 SECURITY_TOKENS,
                 Vec::new(),
@@ -92,9 +98,13 @@ impl Issuer for Federated {
                     "token": {"id": unscoped, "duration_seconds": DURATION_SECONDS},
                 }}}),
             );
-            let got = ctx.http.send(&self.iam.base, &req, left()).await?;
-            let (creds, expires) = answer::credential(&got)?;
-            Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
+            let got = ctx
+                .http
+                .send(&self.iam.base, &req, left())
+                .await
+                .map_err(hide)?;
+            let (creds, expires) = answer::credential(&got).map_err(hide)?;
+            Ok(renewable(creds, expires))
         })
     }
 }

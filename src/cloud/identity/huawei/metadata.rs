@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use futures::future::BoxFuture;
 
-use super::{RENEW_BEFORE, Target, answer};
+use super::{Target, answer, renewable};
 use crate::cloud::identity::{Ctx, Issued, Issuer};
 use crate::cloud::outcome::CloudError;
 use crate::cloud::sign::Req;
@@ -107,7 +107,7 @@ impl Issuer for Metadata {
                 got = self.key(ctx, left(), token.as_deref()).await?;
             }
             let (creds, expires) = answer::credential(&got)?;
-            Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
+            Ok(renewable(creds, expires))
         })
     }
 }

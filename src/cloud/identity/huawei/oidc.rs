@@ -7,7 +7,7 @@ use std::time::Instant;
 use futures::future::BoxFuture;
 use serde_json::json;
 
-use super::{RENEW_BEFORE, Target, answer, https_endpoint};
+use super::{Target, answer, https_endpoint, renewable};
 use crate::cloud::creds::CredsError;
 use crate::cloud::identity::{Ctx, Env, Issued, Issuer, read_token, var};
 use crate::cloud::outcome::CloudError;
@@ -126,9 +126,14 @@ impl Issuer for Oidc {
                 ..Default::default()
             };
             let budget = ctx.budget.saturating_sub(started.elapsed());
-            let got = ctx.http.send(&self.sts.base, &req, budget).await?;
-            let (creds, expires) = answer::credential(&got)?;
-            Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
+            let hide = |e| answer::hide(e, &[&id_token]);
+            let got = ctx
+                .http
+                .send(&self.sts.base, &req, budget)
+                .await
+                .map_err(hide)?;
+            let (creds, expires) = answer::credential(&got).map_err(hide)?;
+            Ok(renewable(creds, expires))
         })
     }
 }

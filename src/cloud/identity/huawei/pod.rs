@@ -4,7 +4,7 @@
 
 use futures::future::BoxFuture;
 
-use super::{RENEW_BEFORE, Target, answer};
+use super::{Target, answer, renewable};
 use crate::cloud::creds::CredsError;
 use crate::cloud::identity::{Ctx, Env, Issued, Issuer, read_token, var};
 use crate::cloud::outcome::CloudError;
@@ -51,15 +51,20 @@ impl Issuer for Pod {
                     self.agent.path.clone()
                 },
                 headers: vec![
-                    ("Authorization".into(), token),
+                    ("Authorization".into(), token.clone()),
                     ("Content-Type".into(), "application/json".into()),
                 ],
                 body: b"{}".to_vec(),
                 ..Default::default()
             };
-            let got = ctx.http.send(&self.agent.base, &req, ctx.budget).await?;
-            let (creds, expires) = answer::credential(&got)?;
-            Ok(Issued::expiring(creds, expires, RENEW_BEFORE))
+            let hide = |e| answer::hide(e, &[&token]);
+            let got = ctx
+                .http
+                .send(&self.agent.base, &req, ctx.budget)
+                .await
+                .map_err(hide)?;
+            let (creds, expires) = answer::credential(&got).map_err(hide)?;
+            Ok(renewable(creds, expires))
         })
     }
 }

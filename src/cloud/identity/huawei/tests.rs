@@ -69,6 +69,8 @@ use CredentialSource::{Auto, Metadata as Md, Oidc as Od, PodIdentity, Static};
 #[case::oidc_named_takes_the_idp(Od, &[KEY, FEDERATED, PROJECT], "federated OIDC")]
 #[case::pod_named(PodIdentity, &[OIDC, POD, PROJECT], "CCE pod identity (at http://169.254.170.2/v1/credential)")]
 #[case::metadata_named(Md, &[OIDC, KEY, POD, PROJECT], "ECS metadata")]
+#[case::static_ignores_a_bad_sts(Static, &[KEY, PROJECT, &[("HUAWEICLOUD_SDK_STS_ENDPOINT", "sts.local")]], "Static(")]
+#[case::pod_ignores_a_bad_duration(PodIdentity, &[OIDC, POD, PROJECT, &[("HUAWEICLOUD_OIDC_DURATION_SECONDS", "1h")]], "pod identity")]
 fn the_sdk_order(
     #[case] source: CredentialSource,
     #[case] sets: &[&[(&str, &str)]],
@@ -88,6 +90,7 @@ fn the_sdk_order(
 #[case::sts_not_https(Auto, &[OIDC, PROJECT, &[("HUAWEICLOUD_SDK_STS_ENDPOINT", "http://sts.local")]], "not an https URL")]
 #[case::iam_not_https(Auto, &[FEDERATED, PROJECT, &[("HUAWEICLOUD_SDK_IAM_ENDPOINT", "iam.local")]], "not an https URL")]
 #[case::bad_duration(Auto, &[OIDC, PROJECT, &[("HUAWEICLOUD_OIDC_DURATION_SECONDS", "1h")]], "not a number")]
+#[case::oidc_named_with_a_bad_sts(Od, &[OIDC, PROJECT, &[("HUAWEICLOUD_SDK_STS_ENDPOINT", "sts.local")]], "not an https URL")]
 #[case::bad_pod_uri(PodIdentity, &[PROJECT, &[("HC_CONTAINER_CREDENTIALS_FULL_URI", "/relative"), ("HC_CONTAINER_AUTHORIZATION_TOKEN_FILE", "/t")]], "not an absolute URL")]
 fn refused(#[case] source: CredentialSource, #[case] sets: &[&[(&str, &str)]], #[case] says: &str) {
     let e = selected(source, sets).unwrap_err();
@@ -131,4 +134,31 @@ fn nothing_secret_reaches_debug_or_describe() {
             assert!(!shown.contains(secret), "{shown}");
         }
     }
+}
+
+#[test]
+fn renewed_forty_minutes_early_or_half_way_through_a_shorter_life() {
+    let c = Creds {
+        access_key_id: "A".into(),
+        access_key_secret: "S".into(),
+        security_token: None,
+        project_id: None,
+    };
+    let now = std::time::SystemTime::now();
+    let hour = renewable(c.clone(), now + Duration::from_secs(3600));
+    let at = hour
+        .renew_at
+        .unwrap()
+        .duration_since(now)
+        .unwrap()
+        .as_secs();
+    assert!((1199..=1200).contains(&at), "{at}");
+    let short = renewable(c, now + Duration::from_secs(900));
+    let at = short
+        .renew_at
+        .unwrap()
+        .duration_since(now)
+        .unwrap()
+        .as_secs();
+    assert!((449..=450).contains(&at), "{at}");
 }
