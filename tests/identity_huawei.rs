@@ -277,6 +277,10 @@ async fn an_sts_error_shows_once_the_last_good_credentials_expire() {
     // A refused token is an auth error with the STS's cause.
     id.control("fault", json!({"mode": null})).await;
     id.write("oidc-token", "a-token-sts-refuses");
+    // Within the retry time the last failure is answered without asking again.
+    let again = s.current(&http, WAIT).await.unwrap_err();
+    assert_eq!(again, e);
+    s.forget_failure();
     let m = s.current(&http, WAIT).await.unwrap_err().to_string();
     assert!(m.contains("refused") && m.contains("STS.0102"), "{m}");
     assert!(
@@ -355,5 +359,6 @@ async fn an_unreachable_or_silent_metadata_service_fails_quickly() {
     // A metadata service without tokens is asked without one.
     id.control("state", json!({"agency": true, "metadataTokens": false}))
         .await;
+    s.forget_failure();
     assert_eq!(s.current(&http, WAIT).await.unwrap().access_key_id, AK);
 }

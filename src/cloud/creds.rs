@@ -367,6 +367,12 @@ impl CredStore {
             .map(|(_, e)| e.clone())
     }
 
+    /// Forgets the last failed exchange: the next call asks again at once instead of after
+    /// the retry time (once its cause is known to be fixed).
+    pub fn forget_failure(&self) {
+        *self.quiet_until.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+
     /// Gets the first credentials in the background, so the first admission does not wait.
     pub fn warm(self: &Arc<Self>, http: &Http) {
         if !matches!(self.source, Source::Issuer(_)) {
@@ -657,7 +663,7 @@ mod tests {
         assert_eq!(again, e);
         assert_eq!(counter.n.load(Ordering::SeqCst), 2);
         // Past it, the next call waits for an exchange.
-        *store.quiet_until.lock().unwrap() = None;
+        store.forget_failure();
         assert_eq!(
             store.current(&http, wait).await.unwrap().access_key_id,
             "STS.3"
