@@ -17,6 +17,7 @@ pub mod sign;
 pub mod transport;
 
 mod alibaba;
+mod batch;
 mod bucket;
 mod cache;
 mod ctyun;

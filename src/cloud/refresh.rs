@@ -8,6 +8,29 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::Cloud;
+use super::outcome::CloudError;
+
+/// Up to three tries, with backoff, while the error is worth a retry.
+async fn retried<T, F, Fut>(mut f: F) -> Result<T, CloudError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CloudError>>,
+{
+    let mut backoff = Duration::from_millis(500);
+    let mut attempt = 0;
+    loop {
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) if !e.transient() || attempt == 2 => return Err(e),
+            Err(e) => {
+                tracing::debug!(error = %e, attempt, "cloud refresh: retrying");
+                tokio::time::sleep(backoff).await;
+                backoff *= 4;
+                attempt += 1;
+            }
+        }
+    }
+}
 
 /// Ids no Service names and no admission asked for are dropped after this many refreshes.
 const UNUSED_REFRESHES: u32 = 2;
@@ -37,27 +60,56 @@ impl Cloud {
                         .is_none_or(|a| a + self.refresh / 2 >= foreign_every))
         });
         self.update_gauges();
-        for id in ids {
-            let mut backoff = Duration::from_millis(500);
-            for attempt in 0..3 {
-                match self.fetch(&id, None, super::Tokens::Background).await {
-                    Ok(fact) => {
-                        let n = self.cache.put(&id, fact, self.now(), named.contains(&id));
+        for batch in super::batch::plan(self.provider, ids) {
+            if let [id] = batch.as_slice() {
+                self.refresh_one(id, named).await;
+                continue;
+            }
+            match retried(|| self.fetch_many(&batch)).await {
+                Ok(found) => {
+                    let now = self.now();
+                    for lb in found {
+                        let id = lb.id.clone();
+                        let n = self.cache.put(
+                            &id,
+                            Arc::new(super::Fact::Found(lb)),
+                            now,
+                            named.contains(&id),
+                        );
                         self.metrics.cached.set(n as i64);
-                        break;
                     }
-                    Err(e) => {
-                        tracing::warn!(load_balancer = %id, error = %e, attempt, "cloud refresh failed; the last facts stay");
-                        if !e.transient() || attempt == 2 {
-                            break;
+                    // Not listed is not "not found": only the single-id answer says that.
+                    for id in &batch {
+                        if self.cache.age(id, now) != Some(Duration::ZERO) {
+                            self.refresh_one(id, named).await;
                         }
-                        tokio::time::sleep(backoff).await;
-                        backoff *= 4;
                     }
+                }
+                // One load balancer's listeners may be past the bound: each on its own.
+                Err(CloudError::Incomplete(_)) => {
+                    for id in &batch {
+                        self.refresh_one(id, named).await;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(load_balancers = %batch.join(","), error = %e, "cloud refresh failed; the last facts stay");
                 }
             }
         }
         self.update_gauges();
+    }
+
+    /// One id read again with the single-id calls.
+    async fn refresh_one(&self, id: &str, named: &HashSet<String>) {
+        match retried(|| self.fetch(id, None, super::Tokens::Background)).await {
+            Ok(fact) => {
+                let n = self.cache.put(id, fact, self.now(), named.contains(id));
+                self.metrics.cached.set(n as i64);
+            }
+            Err(e) => {
+                tracing::warn!(load_balancer = %id, error = %e, "cloud refresh failed; the last facts stay");
+            }
+        }
     }
 
     pub fn update_gauges(&self) {
