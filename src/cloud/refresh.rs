@@ -5,6 +5,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::Cloud;
@@ -35,8 +36,18 @@ where
 /// Ids no Service names and no admission asked for are dropped after this many refreshes.
 const UNUSED_REFRESHES: u32 = 2;
 /// A load balancer a Service names that another replica refreshes is read here once in this
-/// many rounds, so the audit (which never calls the cloud) knows every one.
+/// many rounds, so the audit (which never calls the cloud) knows every one. Each round reads
+/// its sixth of them (by a hash of the id), so no round carries them all.
 pub const FOREIGN_ROUNDS: u32 = 6;
+
+/// Which of the [`FOREIGN_ROUNDS`] rounds reads another replica's `id`.
+fn foreign_slot(id: &str) -> u32 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: the same slot on every replica and restart.
+    let mut h = std::hash::DefaultHasher::new();
+    id.hash(&mut h);
+    (h.finish() % u64::from(FOREIGN_ROUNDS)) as u32
+}
 /// How often the gauges are updated, whether or not a round runs.
 const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
@@ -48,16 +59,14 @@ impl Cloud {
         // An id that cannot be one is never asked about, in the background either.
         ids.retain(|id| super::valid_id(id));
         // Another replica refreshes the rest: admissions re-ask what is older than a refresh,
-        // and the audit's copy of a named one is read here every FOREIGN_ROUNDS rounds.
+        // and the audit's copy of a named one is read here once every FOREIGN_ROUNDS rounds
+        // (at once when there is none).
         let now = self.now();
-        let foreign_every = self.refresh * FOREIGN_ROUNDS;
+        let slot = self.rounds.fetch_add(1, Ordering::Relaxed) % FOREIGN_ROUNDS;
         ids.retain(|id| {
             self.shard.owns(id)
                 || (named.contains(id)
-                    && self
-                        .cache
-                        .age(id, now)
-                        .is_none_or(|a| a + self.refresh / 2 >= foreign_every))
+                    && (self.cache.age(id, now).is_none() || foreign_slot(id) == slot))
         });
         self.update_gauges();
         for batch in super::batch::plan(self.provider, ids) {
@@ -145,5 +154,23 @@ impl Cloud {
                 me.refresh_round(&named()).await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_others_load_balancers_spread_over_the_rounds() {
+        let mut per_slot = [0u32; FOREIGN_ROUNDS as usize];
+        for i in 0..6000 {
+            per_slot[foreign_slot(&format!("lb-{i}")) as usize] += 1;
+        }
+        assert!(
+            per_slot.iter().all(|n| (800..=1200).contains(n)),
+            "{per_slot:?}"
+        );
+        assert_eq!(foreign_slot("lb-1"), foreign_slot("lb-1"));
     }
 }

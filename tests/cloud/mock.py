@@ -19,7 +19,8 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
   POST /_mock/paging  {"size": n}  items per page of the list APIs at most (default 100;
                       NLB's ListListeners always serves one a page)
-  GET  /_mock/calls   counts per operation, bad signatures, model failures
+  GET  /_mock/calls   counts per operation, bad signatures, model failures, and how many
+                      load balancers Alibaba's calls asked about (loadBalancersAsked)
   POST /_mock/reset   zeroes the counts
 """
 
@@ -40,7 +41,7 @@ LOCK = threading.Lock()
 STATE = {"loadBalancers": [], "region": "region-1", "clusterId": "c-own",
          "projectId": "p-1", "ak": "AKID", "sk": "SECRET", "fault": None, "delay": 0,
          "extra": [], "prefix": "", "pageSize": 100}
-CALLS = {"byOperation": {}, "badSignatures": 0, "modelFailures": []}
+CALLS = {"byOperation": {}, "badSignatures": 0, "modelFailures": [], "loadBalancersAsked": 0}
 
 
 class ModelError(Exception):
@@ -423,6 +424,11 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, {"Code": "InvalidAction.NotFound", "RequestId": "r",
                                     "Message": f"{op} {version}"})
         models = slb if version == "2014-05-15" else nlb
+        if op in ("DescribeLoadBalancerAttribute", "GetLoadBalancerAttribute", "DescribeLoadBalancers",
+                  "ListLoadBalancers"):
+            # How many load balancers the calls asked about (the listener lists aside).
+            CALLS["loadBalancersAsked"] += sum(len(v.split(",")) for k, v in q.items()
+                                               if k.startswith("LoadBalancerId"))
         check_alibaba_request(q, getattr(models, f"{op}Request"),
                               {"LoadBalancerId": 10, "LoadBalancerIds": 20})
         if op in ("DescribeLoadBalancers", "DescribeLoadBalancerListeners", "ListLoadBalancers"):
@@ -686,6 +692,7 @@ class Handler(BaseHTTPRequestHandler):
                     for i in range(int(data["count"]))]
             elif path == "/_mock/reset":
                 CALLS["byOperation"], CALLS["badSignatures"], CALLS["modelFailures"] = {}, 0, []
+                CALLS["loadBalancersAsked"] = 0
             elif path != "/_mock/calls":
                 return self.reply(404, {"error": path})
             return self.reply(200, CALLS)
