@@ -32,6 +32,8 @@ const NOT_FOUND: &[&str] = &[
     "ResourceNotFound.loadBalancer",
     "ResourceNotFound.LoadBalancer",
 ];
+/// The common auth codes, and NLB's `Forbidden.NoPermission` (GetLoadBalancerAttribute's
+/// documented errors).
 const AUTH: &[&str] = &[
     "InvalidAccessKeyId.NotFound",
     "InvalidAccessKeyId.Inactive",
@@ -44,6 +46,7 @@ const AUTH: &[&str] = &[
     "Forbidden.RAM",
     "Forbidden.AccessKeyDisabled",
     "NoPermission",
+    "Forbidden.NoPermission",
     "Forbidden",
 ];
 
@@ -458,6 +461,19 @@ mod tests {
             classify(400, &err("SignatureDoesNotMatch")),
             Reply::Fail(CloudError::Auth(_))
         ));
+        // The common code for an unknown key comes as a 404: still no "not found".
+        assert!(matches!(
+            classify(404, &err("InvalidAccessKeyId.NotFound")),
+            Reply::Fail(CloudError::Auth(_))
+        ));
+        assert!(matches!(
+            classify(400, &err("Forbidden.NoPermission")),
+            Reply::Fail(CloudError::Auth(_))
+        ));
+        assert_eq!(
+            classify(404, &err("ResourceNotFound.loadBalancer")),
+            Reply::NotFound
+        );
         // An invalid page token is not a credentials problem.
         assert!(matches!(
             classify(400, &err("IllegalParam.NextToken")),

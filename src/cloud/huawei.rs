@@ -26,9 +26,12 @@ use crate::vocab::provider::Provider;
 const THROTTLED: &[&str] = &["APIGW.0308", "ELB.8902"];
 /// The documented "no such load balancer" of ELB v3 and of the shared ELB's v2 API.
 const NOT_FOUND: &[&str] = &["ELB.8904", "ELB.1101"];
+/// API Gateway's credential and authorization codes (its error-code table: 0301-0307).
 const AUTH: &[&str] = &[
     "APIGW.0301",
+    "APIGW.0302",
     "APIGW.0303",
+    "APIGW.0304",
     "APIGW.0305",
     "APIGW.0306",
     "APIGW.0307",
@@ -301,6 +304,12 @@ mod tests {
             classify(429, &err("APIGW.0308")),
             Reply::Fail(CloudError::Throttled(_))
         ));
+        for code in ["APIGW.0301", "APIGW.0302", "APIGW.0304", "APIGW.0307"] {
+            assert!(
+                matches!(classify(400, &err(code)), Reply::Fail(CloudError::Auth(_))),
+                "{code}"
+            );
+        }
     }
 
     #[test]

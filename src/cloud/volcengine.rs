@@ -30,6 +30,10 @@ const AUTH: &[&str] = &[
     "InvalidTimestamp",
 ];
 
+/// The gateway's "no such service / action or version" (404): a wrong endpoint, not a missing
+/// load balancer.
+const NO_API: &[&str] = &["ServiceNotFound", "InvalidActionOrVersion"];
+
 /// The documented "no such load balancer" (CLB and NLB).
 const NOT_FOUND: &[&str] = &[
     "InvalidLoadBalancer.NotFound",
@@ -51,6 +55,8 @@ pub(crate) fn classify(status: u16, body: &Value) -> Reply {
     let what = describe(status, code, message);
     Reply::Fail(if THROTTLED.contains(&code) {
         CloudError::Throttled(what)
+    } else if NO_API.contains(&code) {
+        CloudError::BadEndpoint(what)
     } else if AUTH.contains(&code) {
         CloudError::Auth(what)
     } else {
@@ -187,6 +193,22 @@ mod tests {
             classify(429, &err("FlowLimitExceeded")),
             Reply::Fail(CloudError::Throttled(_))
         ));
+        // A wrong endpoint or version: the gateway's 404, never "not found".
+        for code in ["InvalidActionOrVersion", "ServiceNotFound"] {
+            assert!(
+                matches!(
+                    classify(404, &err(code)),
+                    Reply::Fail(CloudError::BadEndpoint(_))
+                ),
+                "{code}"
+            );
+        }
+        for code in ["InvalidAccessKey", "SignatureDoesNotMatch", "AccessDenied"] {
+            assert!(
+                matches!(classify(400, &err(code)), Reply::Fail(CloudError::Auth(_))),
+                "{code}"
+            );
+        }
         // A bad page token is not a credentials problem.
         assert!(matches!(
             classify(400, &err("InvalidNextToken.Malformed")),
