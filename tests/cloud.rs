@@ -290,8 +290,9 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
     ];
     for provider in ALL {
         let creds = creds_dir(provider, AK, SK);
-        // Long enough that a loaded CI host answers the quick faults within it.
-        let extra = "    timeout: 1s\n";
+        // Long enough that a loaded CI host (the mock checks each signature with the SDK)
+        // answers the quick faults within it; the slow fault answers after twice as long.
+        let extra = "    timeout: 2s\n";
         let mut servers = Vec::new();
         for on in ["warn", "deny", "allow"] {
             let cfg = cloud_config(
@@ -303,7 +304,7 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
             servers.push((on, server(cfg, &mock).await));
         }
         for (n, (fault, cause)) in faults.iter().enumerate() {
-            mock.fault(Some(fault), 2.5).await;
+            mock.fault(Some(fault), 4.0).await;
             for (on, s) in &servers {
                 // A fresh id each time: nothing cached.
                 let id = format!("lb-{fault}-{on}-{n}");
@@ -356,7 +357,18 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
         "{warnings:?}"
     );
     mock.fault(None, 0.0).await;
-    tokio::time::sleep(Duration::from_millis(2500)).await;
+    // The answer lands about 2 s after the call began (later on a loaded host; the call may
+    // take four timeouts): wait for it to be cached.
+    let started = Instant::now();
+    while started.elapsed() < Duration::from_secs(10) {
+        let m = s.metrics_text().await;
+        if m.lines()
+            .any(|l| l.starts_with("lbguard_cloud_cache_load_balancers ") && !l.ends_with(" 0"))
+        {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
     let before = mock.calls("alibaba/DescribeLoadBalancerAttribute").await;
     let (allowed, _, message) = warned(&s, &review).await;
     assert!(
