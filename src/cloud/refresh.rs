@@ -77,6 +77,7 @@ impl Cloud {
             match retried(|| self.fetch_many(&batch)).await {
                 Ok(found) => {
                     let now = self.now();
+                    let listed: HashSet<String> = found.iter().map(|lb| lb.id.clone()).collect();
                     for lb in found {
                         let id = lb.id.clone();
                         let n = self.cache.put(
@@ -88,10 +89,8 @@ impl Cloud {
                         self.metrics.cached.set(n as i64);
                     }
                     // Not listed is not "not found": only the single-id answer says that.
-                    for id in &batch {
-                        if self.cache.age(id, now) != Some(Duration::ZERO) {
-                            self.refresh_one(id, named).await;
-                        }
+                    for id in batch.iter().filter(|id| !listed.contains(*id)) {
+                        self.refresh_one(id, named).await;
                     }
                 }
                 // One load balancer's listeners may be past the bound: each on its own.
