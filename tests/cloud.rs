@@ -1281,6 +1281,14 @@ async fn the_refresh_reads_many_load_balancers_a_call_and_asks_for_the_unlisted_
             &["ListLoadBalancers", "ListListeners"][..],
             &["ShowLoadBalancer"][..],
         ),
+        (
+            Provider::Volcengine,
+            &["DescribeLoadBalancers", "DescribeNetworkLoadBalancers"][..],
+            &[
+                "DescribeLoadBalancerAttributes",
+                "DescribeNetworkLoadBalancerAttributes",
+            ][..],
+        ),
     ] {
         let creds = creds_dir(provider, AK, SK);
         let cloud = library_cloud(provider, &mock, creds.path(), "    qps: 1000\n");

@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::outcome::CloudError;
 use super::transport::{Call, Tokens};
-use super::{ApiLabels, Cloud, alibaba, huawei};
+use super::{ApiLabels, Cloud, alibaba, huawei, volcengine};
 use crate::vocab::lb::LoadBalancer;
 use crate::vocab::provider::Provider;
 
@@ -18,8 +18,10 @@ fn limit(provider: Provider, id: &str) -> (&'static str, usize) {
     match provider {
         Provider::Alibaba => alibaba::batch(id),
         Provider::Huawei => huawei::batch(id),
-        // Their listener lists take one load balancer: read one at a time.
-        Provider::Volcengine | Provider::Ctyun => ("lb", 1),
+        Provider::Volcengine => volcengine::batch(id),
+        // Its listener list takes one load balancer and its list of load balancers is not
+        // paged: read one at a time.
+        Provider::Ctyun => ("lb", 1),
     }
 }
 
@@ -60,8 +62,9 @@ impl Cloud {
         let r = match self.provider {
             Provider::Alibaba => alibaba::fetch_many(&call, ids).await,
             Provider::Huawei => huawei::fetch_many(&call, ids).await,
+            Provider::Volcengine => volcengine::fetch_many(&call, ids).await,
             // Never planned in batches (see `limit`).
-            Provider::Volcengine | Provider::Ctyun => Err(CloudError::Other(format!(
+            Provider::Ctyun => Err(CloudError::Other(format!(
                 "{} has no list call for many load balancers",
                 self.provider
             ))),
@@ -102,5 +105,14 @@ mod tests {
             vec![ids(&["a", "b"])]
         );
         assert!(plan(Provider::Huawei, Vec::new()).is_empty());
+        assert_eq!(
+            plan(Provider::Volcengine, ids(&["clb-1", "nlb-1", "clb-2"])),
+            vec![ids(&["clb-1", "clb-2"]), ids(&["nlb-1"])]
+        );
+        assert_eq!(
+            plan(Provider::Ctyun, ids(&["a", "b"])).len(),
+            2,
+            "one at a time"
+        );
     }
 }

@@ -155,6 +155,28 @@ def check_huawei_request(query, cls_name):
             raise ModelError(f"{cls_name}.{key} is not a list: {values}")
 
 
+def check_volcengine_request(q, cls_name, most=20):
+    """Every query parameter a field of the SDK's request model, `Key.N` only where the model
+    has a list (as the SDK flattens one), at most `most` ids."""
+    import volcenginesdkclb.models as m
+    cls = getattr(m, cls_name)
+    types_ = getattr(cls, "openapi_types", None) or getattr(cls, "swagger_types")
+    by_json = {v: k for k, v in cls.attribute_map.items()}
+    counts = {}
+    for key in q:
+        if key in ("Action", "Version"):
+            continue
+        base, _, index = key.partition(".")
+        if base not in by_json:
+            raise ModelError(f"{cls_name} has no parameter {key}")
+        is_list = types_[by_json[base]].startswith("list[")
+        if bool(index) != is_list:
+            raise ModelError(f"{cls_name}.{base} is {'a list' if is_list else 'not a list'}: got {key}")
+        counts[base] = counts.get(base, 0) + 1
+    if counts.get("LoadBalancerIds", 0) > most:
+        raise ModelError(f"{cls_name}: {counts['LoadBalancerIds']} ids, more than {most}")
+
+
 def paged(items, start, size):
     """One page of `items` from index `start`: the page, and whether more follow."""
     size = max(1, min(size, STATE["pageSize"]))
@@ -623,6 +645,8 @@ class Handler(BaseHTTPRequestHandler):
     # ----- Volcengine -----
 
     def volcengine(self, op, url, q, raw):
+        if op in ("DescribeLoadBalancers", "DescribeNetworkLoadBalancers"):
+            return self.volcengine_list(op, q)
         lb = find("volcengine", q.get("LoadBalancerId"))
         nlb = lb is not None and lb.get("kind") == "nlb"
         meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
@@ -660,6 +684,39 @@ class Handler(BaseHTTPRequestHandler):
             check_volcengine(result, "DescribeNLBListenersResponse")
         else:
             return self.reply(400, {"ResponseMetadata": dict(meta, Error={"Code": "InvalidAction", "Message": op})})
+        return self.reply(200, {"ResponseMetadata": meta, "Result": result})
+
+    def volcengine_list(self, op, q):
+        """The list calls the refresh makes for many load balancers at once."""
+        check_volcengine_request(q, f"{op}Request")
+        ids = [v for k, v in q.items() if k.startswith("LoadBalancerIds.")]
+        nlb = op == "DescribeNetworkLoadBalancers"
+        found = [lb for lb in lbs("volcengine") if lb["id"] in ids and (lb.get("kind") == "nlb") == nlb]
+        meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
+                "Region": STATE["region"]}
+        if nlb:
+            start = int(q.get("NextToken") or 0)
+            page, more = paged(found, start, int(q.get("MaxResults") or 20))
+            items = []
+            for lb in page:
+                zone = {"ZoneId": "zone-a", "SubnetId": "subnet-1", "Ipv4Address": "10.0.0.5"}
+                if lb.get("addressType") == "internet":
+                    zone.update(Ipv4EipId="eip-1", Ipv4EipAddress="203.0.113.9")
+                items.append({"LoadBalancerId": lb["id"], "VpcId": lb.get("vpcId") or "",
+                              "Status": "Active", "ZoneMappings": [zone], "Tags": []})
+            result = {"LoadBalancers": items, "NextToken": str(start + len(page)) if more else ""}
+            check_volcengine(result, "DescribeNetworkLoadBalancersResponse")
+        else:
+            number = int(q.get("PageNumber") or 1)
+            size = max(1, min(int(q.get("PageSize") or 10), STATE["pageSize"]))
+            page, _ = paged(found, (number - 1) * size, size)
+            items = [{"LoadBalancerId": lb["id"], "VpcId": lb.get("vpcId") or "",
+                      "Type": "public" if lb.get("addressType") == "internet" else "private",
+                      "Status": "Active", "Tags": [{"Key": "team", "Value": "platform"}]}
+                     for lb in page]
+            result = {"LoadBalancers": items, "PageNumber": number, "PageSize": size,
+                      "TotalCount": len(found)}
+            check_volcengine(result, "DescribeLoadBalancersResponse")
         return self.reply(200, {"ResponseMetadata": meta, "Result": result})
 
     # ----- control -----
