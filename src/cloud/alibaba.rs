@@ -32,6 +32,8 @@ const NOT_FOUND: &[&str] = &[
     "ResourceNotFound.loadBalancer",
     "ResourceNotFound.LoadBalancer",
 ];
+/// The common auth codes, and NLB's `Forbidden.NoPermission` (GetLoadBalancerAttribute's
+/// documented errors).
 const AUTH: &[&str] = &[
     "InvalidAccessKeyId.NotFound",
     "InvalidAccessKeyId.Inactive",
@@ -44,8 +46,157 @@ const AUTH: &[&str] = &[
     "Forbidden.RAM",
     "Forbidden.AccessKeyDisabled",
     "NoPermission",
+    "Forbidden.NoPermission",
     "Forbidden",
 ];
+
+/// The kind of `id` for batching, and how many ids one list call takes (the SDKs' request
+/// models: `DescribeLoadBalancers` up to 10 CLB ids, comma separated; NLB `ListLoadBalancers`
+/// up to 20 `LoadBalancerIds`).
+pub(crate) fn batch(id: &str) -> (&'static str, usize) {
+    if id.starts_with("nlb-") {
+        ("nlb", 20)
+    } else {
+        ("clb", 10)
+    }
+}
+
+/// Many load balancers of one kind (see [`batch`]) in two paged lists: the load balancers,
+/// then their listeners. Only the ones the cloud listed are returned.
+pub(crate) async fn fetch_many(
+    call: &Call<'_>,
+    ids: &[String],
+) -> Result<Vec<LoadBalancer>, CloudError> {
+    let nlb = ids.iter().all(|id| id.starts_with("nlb-"));
+    let mut lbs = Vec::new();
+    let what = format!("{} load balancers from {}", ids.len(), ids[0]);
+    if nlb {
+        let mut pager = Pager::new(what.clone());
+        let mut token: Option<String> = None;
+        loop {
+            let mut query = indexed("LoadBalancerIds", ids);
+            query.push(("MaxResults".into(), "100".into()));
+            if let Some(t) = &token {
+                query.push(("NextToken".into(), t.clone()));
+            }
+            let Some(page) = rpc(call, "nlb", NLB_VERSION, "ListLoadBalancers", query).await?
+            else {
+                return Err(pager.vanished());
+            };
+            for a in page["LoadBalancers"].as_array().into_iter().flatten() {
+                if let Some(id) = listed(a, ids) {
+                    lbs.push(new_lb(id, LbKind::Nlb, a));
+                }
+            }
+            token = pager.next(page["NextToken"].as_str().unwrap_or_default())?;
+            if token.is_none() {
+                break;
+            }
+        }
+    } else {
+        let mut pager = Pager::new(what.clone());
+        let mut read = 0;
+        for number in 1.. {
+            let query = vec![
+                ("LoadBalancerId".to_string(), ids.join(",")),
+                ("PageNumber".to_string(), number.to_string()),
+                ("PageSize".to_string(), "100".to_string()),
+            ];
+            let Some(page) = rpc(call, "slb", SLB_VERSION, "DescribeLoadBalancers", query).await?
+            else {
+                return Err(pager.vanished());
+            };
+            let list = page["LoadBalancers"]["LoadBalancer"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            for a in &list {
+                if let Some(id) = listed(a, ids) {
+                    lbs.push(new_lb(id, LbKind::Clb, a));
+                }
+            }
+            read += list.len() as u64;
+            let more = !list.is_empty() && read < page["TotalCount"].as_u64().unwrap_or(0);
+            let next = if more {
+                (number + 1).to_string()
+            } else {
+                String::new()
+            };
+            if pager.next(&next)?.is_none() {
+                break;
+            }
+        }
+    }
+    if lbs.is_empty() {
+        return Ok(lbs);
+    }
+    let found: Vec<String> = lbs.iter().map(|lb| lb.id.clone()).collect();
+    let mut pager = Pager::new(format!("listeners of {what}"));
+    let mut token: Option<String> = None;
+    loop {
+        let (product, version, action, key) = if nlb {
+            ("nlb", NLB_VERSION, "ListListeners", "LoadBalancerIds")
+        } else {
+            (
+                "slb",
+                SLB_VERSION,
+                "DescribeLoadBalancerListeners",
+                "LoadBalancerId",
+            )
+        };
+        let mut query = indexed(key, &found);
+        query.push(("MaxResults".into(), "100".into()));
+        if let Some(t) = &token {
+            query.push(("NextToken".into(), t.clone()));
+        }
+        let Some(page) = rpc(call, product, version, action, query).await? else {
+            return Err(pager.vanished());
+        };
+        for l in page["Listeners"].as_array().into_iter().flatten() {
+            let Some(lb) = lbs
+                .iter_mut()
+                .find(|lb| l["LoadBalancerId"].as_str() == Some(lb.id.as_str()))
+            else {
+                continue;
+            };
+            let (description, parse): (&str, OwnerParser) = if nlb {
+                (
+                    l["ListenerDescription"].as_str().unwrap_or_default(),
+                    nlb_owner,
+                )
+            } else {
+                (l["Description"].as_str().unwrap_or_default(), clb_owner)
+            };
+            listener(
+                lb,
+                &l["ListenerPort"],
+                &l["ListenerProtocol"],
+                description,
+                parse,
+                call.cluster_id(),
+            );
+        }
+        token = pager.next(page["NextToken"].as_str().unwrap_or_default())?;
+        if token.is_none() {
+            break;
+        }
+    }
+    Ok(lbs)
+}
+
+/// `Key.1`, `Key.2`, …: a list parameter of an RPC action.
+fn indexed(key: &str, ids: &[String]) -> Vec<(String, String)> {
+    ids.iter()
+        .enumerate()
+        .map(|(i, id)| (format!("{key}.{}", i + 1), id.clone()))
+        .collect()
+}
+
+/// The id of a listed load balancer, when it is one of those asked for.
+fn listed<'a>(item: &Value, ids: &'a [String]) -> Option<&'a str> {
+    let id = item["LoadBalancerId"].as_str()?;
+    ids.iter().find(|i| *i == id).map(String::as_str)
+}
 
 pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
     if id.starts_with("nlb-") {
@@ -310,6 +461,19 @@ mod tests {
             classify(400, &err("SignatureDoesNotMatch")),
             Reply::Fail(CloudError::Auth(_))
         ));
+        // The common code for an unknown key comes as a 404: still no "not found".
+        assert!(matches!(
+            classify(404, &err("InvalidAccessKeyId.NotFound")),
+            Reply::Fail(CloudError::Auth(_))
+        ));
+        assert!(matches!(
+            classify(400, &err("Forbidden.NoPermission")),
+            Reply::Fail(CloudError::Auth(_))
+        ));
+        assert_eq!(
+            classify(404, &err("ResourceNotFound.loadBalancer")),
+            Reply::NotFound
+        );
         // An invalid page token is not a credentials problem.
         assert!(matches!(
             classify(400, &err("IllegalParam.NextToken")),

@@ -19,6 +19,7 @@ pub mod sign;
 pub mod transport;
 
 mod alibaba;
+mod batch;
 mod bucket;
 mod cache;
 mod ctyun;
@@ -157,6 +158,8 @@ pub struct Cloud {
     flights: Flights,
     /// Which ids this replica refreshes (all, without a fleet).
     shard: Arc<shard::Shard>,
+    /// Background rounds run so far.
+    rounds: std::sync::atomic::AtomicU32,
     clock: Clock,
     /// Where the region comes from when the config does not say (the nodes' label).
     region_source: Mutex<Option<RegionSource>>,
@@ -244,6 +247,7 @@ impl Cloud {
             cache: Cache::new(cfg.cache_size as usize),
             flights: Flights::default(),
             shard: Arc::default(),
+            rounds: Default::default(),
             clock,
             region_source: Mutex::new(None),
             metrics,

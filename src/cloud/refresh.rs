@@ -5,15 +5,49 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use super::Cloud;
+use super::outcome::CloudError;
+
+/// Up to three tries, with backoff, while the error is worth a retry.
+async fn retried<T, F, Fut>(mut f: F) -> Result<T, CloudError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, CloudError>>,
+{
+    let mut backoff = Duration::from_millis(500);
+    let mut attempt = 0;
+    loop {
+        match f().await {
+            Ok(v) => return Ok(v),
+            Err(e) if !e.transient() || attempt == 2 => return Err(e),
+            Err(e) => {
+                tracing::debug!(error = %e, attempt, "cloud refresh: retrying");
+                tokio::time::sleep(backoff).await;
+                backoff *= 4;
+                attempt += 1;
+            }
+        }
+    }
+}
 
 /// Ids no Service names and no admission asked for are dropped after this many refreshes.
 const UNUSED_REFRESHES: u32 = 2;
 /// A load balancer a Service names that another replica refreshes is read here once in this
-/// many rounds, so the audit (which never calls the cloud) knows every one.
+/// many rounds, so the audit (which never calls the cloud) knows every one. Each round reads
+/// its sixth of them (by a hash of the id), so no round carries them all.
 pub const FOREIGN_ROUNDS: u32 = 6;
+
+/// Which of the [`FOREIGN_ROUNDS`] rounds reads another replica's `id`.
+fn foreign_slot(id: &str) -> u32 {
+    use std::hash::{Hash, Hasher};
+    // Fixed keys: the same slot on every replica and restart.
+    let mut h = std::hash::DefaultHasher::new();
+    id.hash(&mut h);
+    (h.finish() % u64::from(FOREIGN_ROUNDS)) as u32
+}
 /// How often the gauges are updated, whether or not a round runs.
 const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
@@ -25,39 +59,65 @@ impl Cloud {
         // An id that cannot be one is never asked about, in the background either.
         ids.retain(|id| super::valid_id(id));
         // Another replica refreshes the rest: admissions re-ask what is older than a refresh,
-        // and the audit's copy of a named one is read here every FOREIGN_ROUNDS rounds.
+        // and the audit's copy of a named one is read here once every FOREIGN_ROUNDS rounds
+        // (at once when there is none).
         let now = self.now();
-        let foreign_every = self.refresh * FOREIGN_ROUNDS;
+        let slot = self.rounds.fetch_add(1, Ordering::Relaxed) % FOREIGN_ROUNDS;
         ids.retain(|id| {
             self.shard.owns(id)
                 || (named.contains(id)
-                    && self
-                        .cache
-                        .age(id, now)
-                        .is_none_or(|a| a + self.refresh / 2 >= foreign_every))
+                    && (self.cache.age(id, now).is_none() || foreign_slot(id) == slot))
         });
         self.update_gauges();
-        for id in ids {
-            let mut backoff = Duration::from_millis(500);
-            for attempt in 0..3 {
-                match self.fetch(&id, None, super::Tokens::Background).await {
-                    Ok(fact) => {
-                        let n = self.cache.put(&id, fact, self.now(), named.contains(&id));
+        for batch in super::batch::plan(self.provider, ids) {
+            if let [id] = batch.as_slice() {
+                self.refresh_one(id, named).await;
+                continue;
+            }
+            match retried(|| self.fetch_many(&batch)).await {
+                Ok(found) => {
+                    let now = self.now();
+                    let listed: HashSet<String> = found.iter().map(|lb| lb.id.clone()).collect();
+                    for lb in found {
+                        let id = lb.id.clone();
+                        let n = self.cache.put(
+                            &id,
+                            Arc::new(super::Fact::Found(lb)),
+                            now,
+                            named.contains(&id),
+                        );
                         self.metrics.cached.set(n as i64);
-                        break;
                     }
-                    Err(e) => {
-                        tracing::warn!(load_balancer = %id, error = %e, attempt, "cloud refresh failed; the last facts stay");
-                        if !e.transient() || attempt == 2 {
-                            break;
-                        }
-                        tokio::time::sleep(backoff).await;
-                        backoff *= 4;
+                    // Not listed is not "not found": only the single-id answer says that.
+                    for id in batch.iter().filter(|id| !listed.contains(*id)) {
+                        self.refresh_one(id, named).await;
                     }
+                }
+                // One load balancer's listeners may be past the bound: each on its own.
+                Err(CloudError::Incomplete(_)) => {
+                    for id in &batch {
+                        self.refresh_one(id, named).await;
+                    }
+                }
+                Err(e) => {
+                    tracing::warn!(load_balancers = %batch.join(","), error = %e, "cloud refresh failed; the last facts stay");
                 }
             }
         }
         self.update_gauges();
+    }
+
+    /// One id read again with the single-id calls.
+    async fn refresh_one(&self, id: &str, named: &HashSet<String>) {
+        match retried(|| self.fetch(id, None, super::Tokens::Background)).await {
+            Ok(fact) => {
+                let n = self.cache.put(id, fact, self.now(), named.contains(id));
+                self.metrics.cached.set(n as i64);
+            }
+            Err(e) => {
+                tracing::warn!(load_balancer = %id, error = %e, "cloud refresh failed; the last facts stay");
+            }
+        }
     }
 
     pub fn update_gauges(&self) {
@@ -93,5 +153,23 @@ impl Cloud {
                 me.refresh_round(&named()).await;
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_others_load_balancers_spread_over_the_rounds() {
+        let mut per_slot = [0u32; FOREIGN_ROUNDS as usize];
+        for i in 0..6000 {
+            per_slot[foreign_slot(&format!("lb-{i}")) as usize] += 1;
+        }
+        assert!(
+            per_slot.iter().all(|n| (800..=1200).contains(n)),
+            "{per_slot:?}"
+        );
+        assert_eq!(foreign_slot("lb-1"), foreign_slot("lb-1"));
     }
 }

@@ -1,6 +1,7 @@
 //! Volcengine: CLB and NLB through the CLB OpenAPI (version 2020-04-01:
 //! DescribeLoadBalancerAttributes, DescribeListeners, DescribeNetworkLoadBalancerAttributes,
-//! DescribeNLBListeners), HMAC-SHA256 (V4) signed for service `clb`.
+//! DescribeNLBListeners; the refresh lists many with DescribeLoadBalancers and
+//! DescribeNetworkLoadBalancers), HMAC-SHA256 (V4) signed for service `clb`.
 //!
 //! Mapping: CLB `Type` public/private and an NLB zone's `Ipv4EipId` give the address type, `VpcId` the
 //! VPC. Volcengine's CCM is not published and its documentation (seed 004) names no tag it
@@ -30,6 +31,10 @@ const AUTH: &[&str] = &[
     "InvalidTimestamp",
 ];
 
+/// The gateway's "no such service / action or version" (404): a wrong endpoint, not a missing
+/// load balancer.
+const NO_API: &[&str] = &["ServiceNotFound", "InvalidActionOrVersion"];
+
 /// The documented "no such load balancer" (CLB and NLB).
 const NOT_FOUND: &[&str] = &[
     "InvalidLoadBalancer.NotFound",
@@ -51,6 +56,8 @@ pub(crate) fn classify(status: u16, body: &Value) -> Reply {
     let what = describe(status, code, message);
     Reply::Fail(if THROTTLED.contains(&code) {
         CloudError::Throttled(what)
+    } else if NO_API.contains(&code) {
+        CloudError::BadEndpoint(what)
     } else if AUTH.contains(&code) {
         CloudError::Auth(what)
     } else {
@@ -81,17 +88,19 @@ async fn action(
     .await
 }
 
-pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
-    let nlb = id.starts_with("nlb-");
-    let by_id = || vec![("LoadBalancerId".to_string(), id.to_string())];
-    let attrs_action = if nlb {
-        "DescribeNetworkLoadBalancerAttributes"
+/// The kind of `id` for batching, and how many ids one list call takes
+/// (`DescribeLoadBalancers` and `DescribeNetworkLoadBalancers` take `LoadBalancerIds.N`; 20
+/// keeps the URL short). Their listener lists take one load balancer.
+pub(crate) fn batch(id: &str) -> (&'static str, usize) {
+    if id.starts_with("nlb-") {
+        ("nlb", 20)
     } else {
-        "DescribeLoadBalancerAttributes"
-    };
-    let Some(attrs) = action(call, attrs_action, by_id()).await? else {
-        return Ok(Fact::NotFound);
-    };
+        ("clb", 20)
+    }
+}
+
+/// The load balancer an attribute answer or a list item describes (listeners aside).
+fn from_attrs(id: &str, nlb: bool, attrs: &Value) -> LoadBalancer {
     let address_type = if nlb {
         let public = attrs["ZoneMappings"]
             .as_array()
@@ -118,10 +127,96 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     lb.kind = Some(if nlb { LbKind::Nlb } else { LbKind::Clb });
     lb.address_type = address_type;
     lb.vpc_id = non_empty(&attrs["VpcId"]);
+    lb
+}
+
+pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
+    let nlb = id.starts_with("nlb-");
+    let attrs_action = if nlb {
+        "DescribeNetworkLoadBalancerAttributes"
+    } else {
+        "DescribeLoadBalancerAttributes"
+    };
+    let query = vec![("LoadBalancerId".to_string(), id.to_string())];
+    let Some(attrs) = action(call, attrs_action, query).await? else {
+        return Ok(Fact::NotFound);
+    };
+    let mut lb = from_attrs(id, nlb, &attrs);
+    listeners(call, nlb, &mut lb).await?;
+    Ok(Fact::Found(lb))
+}
+
+/// Many load balancers of one kind in one paged list (`LoadBalancerIds.N`), then each one's
+/// listeners. Only the ones the cloud listed are returned.
+pub(crate) async fn fetch_many(
+    call: &Call<'_>,
+    ids: &[String],
+) -> Result<Vec<LoadBalancer>, CloudError> {
+    let nlb = ids.iter().all(|id| id.starts_with("nlb-"));
+    let mut pager = Pager::new(format!("{} load balancers from {}", ids.len(), ids[0]));
+    let mut token: Option<String> = None;
+    let mut lbs = Vec::new();
+    let mut read = 0;
+    for page in 1.. {
+        let mut query: Vec<(String, String)> = ids
+            .iter()
+            .enumerate()
+            .map(|(i, id)| (format!("LoadBalancerIds.{}", i + 1), id.clone()))
+            .collect();
+        let list_action = if nlb {
+            query.push(("MaxResults".into(), "100".into()));
+            if let Some(t) = &token {
+                query.push(("NextToken".into(), t.clone()));
+            }
+            "DescribeNetworkLoadBalancers"
+        } else {
+            query.push(("PageNumber".into(), page.to_string()));
+            query.push(("PageSize".into(), "100".into()));
+            "DescribeLoadBalancers"
+        };
+        let Some(result) = action(call, list_action, query).await? else {
+            return Err(pager.vanished());
+        };
+        let list = result["LoadBalancers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        for a in &list {
+            if let Some(id) = a["LoadBalancerId"]
+                .as_str()
+                .and_then(|id| ids.iter().find(|i| *i == id))
+            {
+                lbs.push(from_attrs(id, nlb, a));
+            }
+        }
+        read += list.len() as u64;
+        let next = if list.is_empty() {
+            String::new()
+        } else if nlb {
+            result["NextToken"].as_str().unwrap_or_default().to_string()
+        } else if read < result["TotalCount"].as_u64().unwrap_or(0) {
+            (page + 1).to_string()
+        } else {
+            String::new()
+        };
+        token = pager.next(&next)?;
+        if token.is_none() {
+            break;
+        }
+    }
+    for lb in &mut lbs {
+        listeners(call, nlb, lb).await?;
+    }
+    Ok(lbs)
+}
+
+/// One load balancer's listeners, page by page (the list takes one `LoadBalancerId`).
+async fn listeners(call: &Call<'_>, nlb: bool, lb: &mut LoadBalancer) -> Result<(), CloudError> {
+    let id = lb.id.clone();
     let mut pager = Pager::new(format!("listeners of {id}"));
     let mut token: Option<String> = None;
     for page in 1.. {
-        let mut query = by_id();
+        let mut query = vec![("LoadBalancerId".to_string(), id.clone())];
         let list_action = if nlb {
             query.push(("MaxResults".into(), "100".into()));
             if let Some(t) = &token {
@@ -161,7 +256,7 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
             break;
         }
     }
-    Ok(Fact::Found(lb))
+    Ok(())
 }
 
 #[cfg(test)]
@@ -187,6 +282,22 @@ mod tests {
             classify(429, &err("FlowLimitExceeded")),
             Reply::Fail(CloudError::Throttled(_))
         ));
+        // A wrong endpoint or version: the gateway's 404, never "not found".
+        for code in ["InvalidActionOrVersion", "ServiceNotFound"] {
+            assert!(
+                matches!(
+                    classify(404, &err(code)),
+                    Reply::Fail(CloudError::BadEndpoint(_))
+                ),
+                "{code}"
+            );
+        }
+        for code in ["InvalidAccessKey", "SignatureDoesNotMatch", "AccessDenied"] {
+            assert!(
+                matches!(classify(400, &err(code)), Reply::Fail(CloudError::Auth(_))),
+                "{code}"
+            );
+        }
         // A bad page token is not a credentials problem.
         assert!(matches!(
             classify(400, &err("InvalidNextToken.Malformed")),

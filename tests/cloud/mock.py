@@ -18,7 +18,10 @@ Control, on the same server (unsigned, under /_mock/):
                       listeners404: Huawei's listener list answers "not found"
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
   POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
-  GET  /_mock/calls   counts per operation, bad signatures, model failures
+  POST /_mock/paging  {"size": n}  items per page of the list APIs at most (default 100;
+                      NLB's ListListeners always serves one a page)
+  GET  /_mock/calls   counts per operation, bad signatures, model failures, and how many
+                      load balancers Alibaba's calls asked about (loadBalancersAsked)
   POST /_mock/reset   zeroes the counts
 """
 
@@ -38,11 +41,11 @@ import sdk_sign
 LOCK = threading.Lock()
 STATE = {"loadBalancers": [], "region": "region-1", "clusterId": "c-own",
          "projectId": "p-1", "ak": "AKID", "sk": "SECRET", "fault": None, "delay": 0,
-         "extra": [], "prefix": "", "token": None}
+         "extra": [], "prefix": "", "token": None, "pageSize": 100}
 # The header each cloud's SDK sends a security token in.
 TOKEN_HEADERS = {"alibaba": "x-acs-security-token", "huawei": "X-Security-Token",
                  "volcengine": "X-Security-Token"}
-CALLS = {"byOperation": {}, "badSignatures": 0, "modelFailures": []}
+CALLS = {"byOperation": {}, "badSignatures": 0, "modelFailures": [], "loadBalancersAsked": 0}
 
 
 class ModelError(Exception):
@@ -118,6 +121,70 @@ def check_alibaba(body, cls):
     if not _kept(body, back):
         raise ModelError(f"{cls.__name__} does not round-trip: {json.dumps(body)} -> {json.dumps(back)}")
     return parsed
+
+
+def check_alibaba_request(q, cls, limits):
+    """The query as the SDK's request model sends it: every parameter a field of the model,
+    `Key.N` only where the model has a list (the SDK's OpenApiUtil flattens lists so), a
+    comma-separated string where it has a string, and no more ids than `limits` allows."""
+    import inspect
+    import re
+    params = inspect.signature(cls.__init__).parameters
+    attrs = dict(re.findall(r"result\['(\w+)'\] = self\.(\w+)", inspect.getsource(cls.to_map)))
+    counts = {}
+    for key in q:
+        base, _, index = key.partition(".")
+        if base not in attrs:
+            raise ModelError(f"{cls.__name__} has no parameter {key}")
+        is_list = "List" in str(params[attrs[base]].annotation)
+        if bool(index) != is_list:
+            raise ModelError(f"{cls.__name__}.{base} is {'a list' if is_list else 'not a list'}: got {key}")
+        if index and (not index.isdigit() or int(index) < 1):
+            raise ModelError(f"{cls.__name__}: bad index in {key}")
+        counts[base] = counts.get(base, 0) + (1 if index else len(q[key].split(",")))
+    for base, most in limits.items():
+        if counts.get(base, 0) > most:
+            raise ModelError(f"{cls.__name__}.{base}: {counts[base]} ids, the API takes {most}")
+
+
+def check_huawei_request(query, cls_name):
+    """Every parameter a field of the SDK's request model, repeated only where it is a list."""
+    import importlib
+    cls = getattr(importlib.import_module("huaweicloudsdkelb.v3.model"), cls_name)
+    by_json = {v: k for k, v in cls.attribute_map.items()}
+    for key, values in query.items():
+        if key not in by_json:
+            raise ModelError(f"{cls_name} has no parameter {key}")
+        if len(values) > 1 and not cls.openapi_types[by_json[key]].startswith("list["):
+            raise ModelError(f"{cls_name}.{key} is not a list: {values}")
+
+
+def check_volcengine_request(q, cls_name, most=20):
+    """Every query parameter a field of the SDK's request model, `Key.N` only where the model
+    has a list (as the SDK flattens one), at most `most` ids."""
+    import volcenginesdkclb.models as m
+    cls = getattr(m, cls_name)
+    types_ = getattr(cls, "openapi_types", None) or getattr(cls, "swagger_types")
+    by_json = {v: k for k, v in cls.attribute_map.items()}
+    counts = {}
+    for key in q:
+        if key in ("Action", "Version"):
+            continue
+        base, _, index = key.partition(".")
+        if base not in by_json:
+            raise ModelError(f"{cls_name} has no parameter {key}")
+        is_list = types_[by_json[base]].startswith("list[")
+        if bool(index) != is_list:
+            raise ModelError(f"{cls_name}.{base} is {'a list' if is_list else 'not a list'}: got {key}")
+        counts[base] = counts.get(base, 0) + 1
+    if counts.get("LoadBalancerIds", 0) > most:
+        raise ModelError(f"{cls_name}: {counts['LoadBalancerIds']} ids, more than {most}")
+
+
+def paged(items, start, size):
+    """One page of `items` from index `start`: the page, and whether more follow."""
+    size = max(1, min(size, STATE["pageSize"]))
+    return items[start:start + size], start + size < len(items)
 
 
 def check_ctyun(body, response_cls, item_cls):
@@ -229,6 +296,7 @@ class Handler(BaseHTTPRequestHandler):
             provider, op = "ctyun", url.path.rsplit("/", 1)[-1]
         elif url.path.startswith(("/v3/", "/v2/")):
             provider, op = "huawei", ("ListListeners" if url.path.endswith("/listeners")
+                                     else "ListLoadBalancers" if url.path.endswith("/loadbalancers")
                                      else "ShowLoadBalancer")
         elif "x-acs-action" in {k.lower() for k in headers}:
             provider, op = "alibaba", self.headers.get("x-acs-action")
@@ -380,10 +448,21 @@ class Handler(BaseHTTPRequestHandler):
         from alibabacloud_nlb20220430 import models as nlb
         version = self.headers.get("x-acs-version")
         want = {"DescribeLoadBalancerAttribute": "2014-05-15", "GetLoadBalancerAttribute": "2022-04-30",
-                "ListListeners": "2022-04-30"}.get(op)
+                "ListListeners": "2022-04-30", "DescribeLoadBalancers": "2014-05-15",
+                "DescribeLoadBalancerListeners": "2014-05-15", "ListLoadBalancers": "2022-04-30"}.get(op)
         if want is None or want != version:
             return self.reply(400, {"Code": "InvalidAction.NotFound", "RequestId": "r",
                                     "Message": f"{op} {version}"})
+        models = slb if version == "2014-05-15" else nlb
+        if op in ("DescribeLoadBalancerAttribute", "GetLoadBalancerAttribute", "DescribeLoadBalancers",
+                  "ListLoadBalancers"):
+            # How many load balancers the calls asked about (the listener lists aside).
+            CALLS["loadBalancersAsked"] += sum(len(v.split(",")) for k, v in q.items()
+                                               if k.startswith("LoadBalancerId"))
+        check_alibaba_request(q, getattr(models, f"{op}Request"),
+                              {"LoadBalancerId": 10, "LoadBalancerIds": 20})
+        if op in ("DescribeLoadBalancers", "DescribeLoadBalancerListeners", "ListLoadBalancers"):
+            return self.alibaba_list(op, q, slb, nlb)
         if q.get("RegionId") != STATE["region"]:
             lb = None
         else:
@@ -425,6 +504,54 @@ class Handler(BaseHTTPRequestHandler):
         check_alibaba(body, nlb.ListListenersResponseBody)
         return self.reply(200, body)
 
+    def alibaba_list(self, op, q, slb, nlb):
+        """The list calls the refresh makes for many load balancers at once."""
+        region = q.get("RegionId") == STATE["region"]
+        if op == "DescribeLoadBalancers":
+            ids = (q.get("LoadBalancerId") or "").split(",")
+            found = [lb for lb in lbs("alibaba") if region and lb["id"] in ids and lb.get("kind") != "nlb"]
+            # Numbered pages of the size the mock serves (a real one serves PageSize).
+            number = int(q.get("PageNumber") or 1)
+            size = max(1, min(int(q.get("PageSize") or 10), STATE["pageSize"]))
+            page, _ = paged(found, (number - 1) * size, size)
+            items = [{"LoadBalancerId": lb["id"], "RegionId": STATE["region"],
+                      "AddressType": lb.get("addressType") or "internet", "NetworkType": "vpc",
+                      "VpcId": lb.get("vpcId") or "", "LoadBalancerStatus": "active",
+                      "Tags": {"Tag": self.ali_tags(lb)}} for lb in page]
+            body = {"LoadBalancers": {"LoadBalancer": items}, "PageNumber": number,
+                    "PageSize": size, "RequestId": "r", "TotalCount": len(found)}
+            check_alibaba(body, slb.DescribeLoadBalancersResponseBody)
+            return self.reply(200, body)
+        ids = [v for k, v in sorted(q.items()) if k.startswith("LoadBalancerId")]
+        if op == "ListLoadBalancers":
+            found = [lb for lb in lbs("alibaba") if region and lb["id"] in ids and lb.get("kind") == "nlb"]
+            start = int(q.get("NextToken") or 0)
+            page, more = paged(found, start, int(q.get("MaxResults") or 20))
+            items = [{"LoadBalancerId": lb["id"], "RegionId": STATE["region"], "LoadBalancerType": "Network",
+                      "AddressType": (lb.get("addressType") or "internet").capitalize(),
+                      "VpcId": lb.get("vpcId") or "", "LoadBalancerStatus": "Active",
+                      "Tags": [{"Key": t["TagKey"], "Value": t["TagValue"]} for t in self.ali_tags(lb)]}
+                     for lb in page]
+            body = {"LoadBalancers": items, "MaxResults": int(q.get("MaxResults") or 20),
+                    "NextToken": str(start + len(page)) if more else "", "RequestId": "r",
+                    "TotalCount": len(found)}
+            check_alibaba(body, nlb.ListLoadBalancersResponseBody)
+            return self.reply(200, body)
+        # DescribeLoadBalancerListeners: every listener of the CLBs named, paged by NextToken.
+        found = [lb for lb in lbs("alibaba") if region and lb["id"] in ids and lb.get("kind") != "nlb"]
+        items = [{"ListenerPort": p, "ListenerProtocol": proto.lower(), "Description": d,
+                  "LoadBalancerId": lb["id"], "Status": "running"}
+                 for lb in found for p, proto, d in self.ali_listeners(lb, False)]
+        start = int(q.get("NextToken") or 0)
+        page, more = paged(items, start, int(q.get("MaxResults") or 20))
+        token = str(start + len(page)) if more else ""
+        if STATE["fault"] == "loop":
+            token = q.get("NextToken") or "1"
+        body = {"Listeners": page, "MaxResults": int(q.get("MaxResults") or 20), "NextToken": token,
+                "RequestId": "r", "TotalCount": len(items)}
+        check_alibaba(body, slb.DescribeLoadBalancerListenersResponseBody)
+        return self.reply(200, body)
+
     # ----- Huawei -----
 
     def huawei(self, op, url, q, raw):
@@ -434,40 +561,70 @@ class Handler(BaseHTTPRequestHandler):
         version = parts[0]
         if version == "v2":
             return self.huawei_v2(op, parts, q)
+        from urllib.parse import parse_qs
+        multi = parse_qs(url.query, keep_blank_values=True)
+        if op == "ListLoadBalancers":
+            check_huawei_request(multi, "ListLoadBalancersRequest")
+            found = [lb for lb in lbs("huawei") if lb["id"] in multi.get("id", []) and not lb.get("v2")]
+            page, more = self.huawei_page(found, q)
+            body = {"request_id": "r", "loadbalancers": [self.huawei_lb(lb) for lb in page],
+                    "page_info": dict({"current_count": len(page)},
+                                      **({"next_marker": page[-1]["id"]} if more else {}))}
+            check_huawei(body, "ListLoadBalancersResponse", "v3")
+            return self.reply(200, body)
         if op == "ShowLoadBalancer":
             lb = find("huawei", parts[-1])
             # An entry marked "v2" is an older shared ELB that only the v2 API knows.
             if lb is None or lb.get("v2"):
                 return self.reply(404, {"error_code": "ELB.8904", "request_id": "r",
                                         "error_msg": f"loadbalancer {parts[-1]} could not be found"})
-            flavors = lb.get("flavors") or []
-            internet = lb.get("addressType") == "internet"
-            ccm = lb.get("createdBy") == "ccm"
-            item = {"id": lb["id"],
-                    "name": f"k8s_service_{STATE['clusterId']}_default_{lb['id']}" if ccm else lb["id"],
-                    "description": "", "vpc_id": lb.get("vpcId") or "",
-                    "guaranteed": lb.get("kind") != "elb-shared",
-                    "provisioning_status": "ACTIVE", "operating_status": "ONLINE",
-                    "listeners": [{"id": f"lsn-{l['port']}"} for l in listeners(lb)],
-                    "eips": [{"eip_id": "eip-1", "eip_address": "203.0.113.9", "ip_version": 4}] if internet else [],
-                    "l4_flavor_id": "f-l4" if "l4" in flavors else "",
-                    "l7_flavor_id": "f-l7" if "l7" in flavors else ""}
-            body = {"request_id": "r", "loadbalancer": item}
+            body = {"request_id": "r", "loadbalancer": self.huawei_lb(lb)}
             check_huawei(body, "ShowLoadBalancerResponse", "v3")
             return self.reply(200, body)
-        lb = find("huawei", q.get("loadbalancer_id"))
+        check_huawei_request(multi, "ListListenersRequest")
         if STATE["fault"] == "listeners404":
             return self.reply(404, {"error_code": "ELB.8904", "request_id": "r",
                                     "error_msg": "listener list: loadbalancer could not be found"})
-        items = self.huawei_listeners(lb)
-        body = {"request_id": "r", "listeners": items,
-                "page_info": {"current_count": len(items)}}
+        items = [i for lb_id in multi.get("loadbalancer_id", [])
+                 for i in self.huawei_listeners(find("huawei", lb_id))]
+        page, more = self.huawei_page(items, q)
+        info = {"current_count": len(page)}
+        if more:
+            info["next_marker"] = page[-1]["id"]
+        if STATE["fault"] == "loop" and items:
+            # The first page again and again, with the same marker.
+            page, _ = paged(items, 0, int(q.get("limit") or 2000))
+            info = {"current_count": len(page), "next_marker": page[-1]["id"]}
+        body = {"request_id": "r", "listeners": page, "page_info": info}
         check_huawei(body, "ListListenersResponse", "v3")
         return self.reply(200, body)
 
+    def huawei_page(self, items, q):
+        """The page after the item whose id is `marker`."""
+        start = 0
+        if q.get("marker"):
+            ids = [i["id"] for i in items]
+            start = ids.index(q["marker"]) + 1 if q["marker"] in ids else len(items)
+        return paged(items, start, int(q.get("limit") or 2000))
+
+    def huawei_lb(self, lb):
+        flavors = lb.get("flavors") or []
+        internet = lb.get("addressType") == "internet"
+        ccm = lb.get("createdBy") == "ccm"
+        item = {"id": lb["id"],
+                "name": f"k8s_service_{STATE['clusterId']}_default_{lb['id']}" if ccm else lb["id"],
+                "description": "", "vpc_id": lb.get("vpcId") or "",
+                "guaranteed": lb.get("kind") != "elb-shared",
+                "provisioning_status": "ACTIVE", "operating_status": "ONLINE",
+                "listeners": [{"id": f"lsn-{l['port']}"} for l in listeners(lb)],
+                "eips": [{"eip_id": "eip-1", "eip_address": "203.0.113.9", "ip_version": 4}] if internet else [],
+                "l4_flavor_id": "f-l4" if "l4" in flavors else "",
+                "l7_flavor_id": "f-l7" if "l7" in flavors else ""}
+        return item
+
     def huawei_listeners(self, lb):
         """Listeners as both ELB APIs list them, named as the community CCM names its own."""
-        return [{"id": f"lsn-{l['port']}", "name": f"web_{l['protocol'].upper()}_{l['port']}",
+        return [{"id": f"lsn-{lb['id']}-{l['port']}", "name": f"web_{l['protocol'].upper()}_{l['port']}",
                  "protocol": l["protocol"].upper(), "protocol_port": l["port"],
                  "loadbalancers": [{"id": lb["id"]}]}
                 for l in (listeners(lb) if lb else [])]
@@ -496,6 +653,8 @@ class Handler(BaseHTTPRequestHandler):
     # ----- Volcengine -----
 
     def volcengine(self, op, url, q, raw):
+        if op in ("DescribeLoadBalancers", "DescribeNetworkLoadBalancers"):
+            return self.volcengine_list(op, q)
         lb = find("volcengine", q.get("LoadBalancerId"))
         nlb = lb is not None and lb.get("kind") == "nlb"
         meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
@@ -535,6 +694,39 @@ class Handler(BaseHTTPRequestHandler):
             return self.reply(400, {"ResponseMetadata": dict(meta, Error={"Code": "InvalidAction", "Message": op})})
         return self.reply(200, {"ResponseMetadata": meta, "Result": result})
 
+    def volcengine_list(self, op, q):
+        """The list calls the refresh makes for many load balancers at once."""
+        check_volcengine_request(q, f"{op}Request")
+        ids = [v for k, v in q.items() if k.startswith("LoadBalancerIds.")]
+        nlb = op == "DescribeNetworkLoadBalancers"
+        found = [lb for lb in lbs("volcengine") if lb["id"] in ids and (lb.get("kind") == "nlb") == nlb]
+        meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
+                "Region": STATE["region"]}
+        if nlb:
+            start = int(q.get("NextToken") or 0)
+            page, more = paged(found, start, int(q.get("MaxResults") or 20))
+            items = []
+            for lb in page:
+                zone = {"ZoneId": "zone-a", "SubnetId": "subnet-1", "Ipv4Address": "10.0.0.5"}
+                if lb.get("addressType") == "internet":
+                    zone.update(Ipv4EipId="eip-1", Ipv4EipAddress="203.0.113.9")
+                items.append({"LoadBalancerId": lb["id"], "VpcId": lb.get("vpcId") or "",
+                              "Status": "Active", "ZoneMappings": [zone], "Tags": []})
+            result = {"LoadBalancers": items, "NextToken": str(start + len(page)) if more else ""}
+            check_volcengine(result, "DescribeNetworkLoadBalancersResponse")
+        else:
+            number = int(q.get("PageNumber") or 1)
+            size = max(1, min(int(q.get("PageSize") or 10), STATE["pageSize"]))
+            page, _ = paged(found, (number - 1) * size, size)
+            items = [{"LoadBalancerId": lb["id"], "VpcId": lb.get("vpcId") or "",
+                      "Type": "public" if lb.get("addressType") == "internet" else "private",
+                      "Status": "Active", "Tags": [{"Key": "team", "Value": "platform"}]}
+                     for lb in page]
+            result = {"LoadBalancers": items, "PageNumber": number, "PageSize": size,
+                      "TotalCount": len(found)}
+            check_volcengine(result, "DescribeLoadBalancersResponse")
+        return self.reply(200, {"ResponseMetadata": meta, "Result": result})
+
     # ----- control -----
 
     def control(self, method, path, raw):
@@ -553,6 +745,8 @@ class Handler(BaseHTTPRequestHandler):
                 STATE["token"] = data.get("token")
             elif path == "/_mock/fault":
                 STATE["fault"], STATE["delay"] = data.get("mode"), data.get("delay", 0)
+            elif path == "/_mock/paging":
+                STATE["pageSize"] = int(data.get("size", 100))
             elif path == "/_mock/prefix":
                 STATE["prefix"] = data.get("prefix", "").rstrip("/")
             elif path == "/_mock/bulk":
@@ -564,6 +758,7 @@ class Handler(BaseHTTPRequestHandler):
                     for i in range(int(data["count"]))]
             elif path == "/_mock/reset":
                 CALLS["byOperation"], CALLS["badSignatures"], CALLS["modelFailures"] = {}, 0, []
+                CALLS["loadBalancersAsked"] = 0
             elif path != "/_mock/calls":
                 return self.reply(404, {"error": path})
             return self.reply(200, CALLS)

@@ -1,0 +1,118 @@
+//! Reading many load balancers in one call: where a cloud's list API takes many ids (and its
+//! listener list many load balancers), the background refresh asks for a batch at a time
+//! instead of one id at a time. A batch answer says what exists; an id it does not list is
+//! asked again alone, so only the cloud's documented "not found" answer ever makes a
+//! "does not exist".
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use super::outcome::CloudError;
+use super::transport::{Call, Tokens};
+use super::{ApiLabels, Cloud, alibaba, huawei, volcengine};
+use crate::vocab::lb::LoadBalancer;
+use crate::vocab::provider::Provider;
+
+/// The kind of `id` (ids of one kind share a list call) and how many one call takes.
+fn limit(provider: Provider, id: &str) -> (&'static str, usize) {
+    match provider {
+        Provider::Alibaba => alibaba::batch(id),
+        Provider::Huawei => huawei::batch(id),
+        Provider::Volcengine => volcengine::batch(id),
+        // Its listener list takes one load balancer and its list of load balancers is not
+        // paged: read one at a time.
+        Provider::Ctyun => ("lb", 1),
+    }
+}
+
+/// One round's ids in batches: one kind each, no more than one call takes. A batch of one
+/// is read with the single-id calls.
+pub(crate) fn plan(provider: Provider, ids: Vec<String>) -> Vec<Vec<String>> {
+    let mut kinds: BTreeMap<&'static str, (usize, Vec<String>)> = BTreeMap::new();
+    for id in ids {
+        let (kind, max) = limit(provider, &id);
+        kinds.entry(kind).or_insert((max, Vec::new())).1.push(id);
+    }
+    kinds
+        .into_values()
+        .flat_map(|(max, ids)| {
+            ids.chunks(max.max(1))
+                .map(<[String]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+impl Cloud {
+    /// One batch (from [`plan`]) in the background: the load balancers the cloud listed,
+    /// listeners read to their end. Ids missing from the answer are not in it.
+    pub(crate) async fn fetch_many(&self, ids: &[String]) -> Result<Vec<LoadBalancer>, CloudError> {
+        let region = self.region().ok_or_else(|| {
+            CloudError::Other(
+                "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
+            )
+        })?;
+        let call = Call {
+            cloud: self,
+            region: &region,
+            creds: self.creds.get(),
+            deadline: None::<Instant>,
+            tokens: Tokens::Background,
+        };
+        let r = match self.provider {
+            Provider::Alibaba => alibaba::fetch_many(&call, ids).await,
+            Provider::Huawei => huawei::fetch_many(&call, ids).await,
+            Provider::Volcengine => volcengine::fetch_many(&call, ids).await,
+            // Never planned in batches (see `limit`).
+            Provider::Ctyun => Err(CloudError::Other(format!(
+                "{} has no list call for many load balancers",
+                self.provider
+            ))),
+        };
+        if let Err(e @ CloudError::Incomplete(_)) = &r {
+            self.metrics
+                .requests
+                .get_or_create(&ApiLabels {
+                    provider: self.provider.as_str(),
+                    operation: "ListListeners",
+                    result: e.label(),
+                })
+                .inc();
+        }
+        r
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn batches_hold_one_kind_and_no_more_than_a_call_takes() {
+        let mut all: Vec<String> = (0..25).map(|i| format!("lb-{i:02}")).collect();
+        all.extend((0..3).map(|i| format!("nlb-{i}")));
+        let b = plan(Provider::Alibaba, all);
+        let sizes: Vec<usize> = b.iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![10, 10, 5, 3]);
+        assert!(b[3].iter().all(|id| id.starts_with("nlb-")));
+        assert!(b[..3].iter().flatten().all(|id| id.starts_with("lb-")));
+        assert_eq!(
+            plan(Provider::Huawei, ids(&["a", "b"])),
+            vec![ids(&["a", "b"])]
+        );
+        assert!(plan(Provider::Huawei, Vec::new()).is_empty());
+        assert_eq!(
+            plan(Provider::Volcengine, ids(&["clb-1", "nlb-1", "clb-2"])),
+            vec![ids(&["clb-1", "clb-2"]), ids(&["nlb-1"])]
+        );
+        assert_eq!(
+            plan(Provider::Ctyun, ids(&["a", "b"])).len(),
+            2,
+            "one at a time"
+        );
+    }
+}
