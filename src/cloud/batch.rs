@@ -52,10 +52,11 @@ impl Cloud {
                 "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
             )
         })?;
+        let creds = self.credentials(None).await?;
         let call = Call {
             cloud: self,
             region: &region,
-            creds: self.creds.get(),
+            creds,
             deadline: None::<Instant>,
             tokens: Tokens::Background,
         };

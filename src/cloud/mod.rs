@@ -424,6 +424,28 @@ impl Cloud {
         rx
     }
 
+    /// Credentials to sign with, waiting at most until `deadline` (a while in the background)
+    /// for an exchange; a failure is counted as the `Credentials` operation.
+    pub(crate) async fn credentials(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<Arc<creds::Creds>, CloudError> {
+        let wait = match deadline {
+            Some(d) => d.saturating_duration_since(Instant::now()),
+            None => CREDENTIALS_BACKGROUND,
+        };
+        self.creds.current(&self.http, wait).await.inspect_err(|e| {
+            self.metrics
+                .requests
+                .get_or_create(&ApiLabels {
+                    provider: self.provider.as_str(),
+                    operation: "Credentials",
+                    result: e.label(),
+                })
+                .inc();
+        })
+    }
+
     /// One look-up at the provider's API.
     async fn fetch(
         &self,
@@ -436,24 +458,7 @@ impl Cloud {
                 "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
             )
         })?;
-        let wait = match deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => CREDENTIALS_BACKGROUND,
-        };
-        let creds = match self.creds.current(&self.http, wait).await {
-            Ok(c) => c,
-            Err(e) => {
-                self.metrics
-                    .requests
-                    .get_or_create(&ApiLabels {
-                        provider: self.provider.as_str(),
-                        operation: "Credentials",
-                        result: e.label(),
-                    })
-                    .inc();
-                return Err(e);
-            }
-        };
+        let creds = self.credentials(deadline).await?;
         let call = Call {
             cloud: self,
             region: &region,
