@@ -1384,6 +1384,134 @@ async fn a_batch_whose_listeners_cannot_all_be_read_leaves_no_partial_facts() {
     mock.assert_clean().await;
 }
 
+/// Volcengine: 40 CLBs (one listener each) and 4 NLBs (two each), all named.
+fn volc_region() -> String {
+    let mut inv = String::from("loadBalancers:\n");
+    for i in 0..40 {
+        inv += &format!(
+            "  - {{id: clb-r{i}, provider: volcengine, kind: clb, addressType: intranet, vpcId: vpc-1, listeners: [{{port: {}, protocol: TCP, owner: external}}]}}\n",
+            1000 + i
+        );
+    }
+    for i in 0..4 {
+        inv += &format!(
+            "  - {{id: nlb-r{i}, provider: volcengine, kind: nlb, addressType: intranet, vpcId: vpc-1, listeners: [{{port: {}, protocol: TCP, owner: external}}, {{port: {}, protocol: UDP, owner: external}}]}}\n",
+            2000 + i,
+            3000 + i
+        );
+    }
+    inv
+}
+
+/// Every fact of [`volc_region`] as the file says (and as one call per id reads it).
+fn assert_volc_region(cloud: &lbguard::cloud::Cloud, inv: &str) {
+    let file = Snapshot::parse(inv, "inv.yaml").unwrap();
+    let snap = cloud.snapshot();
+    assert_eq!(snap.len(), 44, "{snap:?}");
+    for (id, fact) in snap {
+        let lbguard::cloud::Fact::Found(got) = fact.as_ref() else {
+            panic!("{id}: {fact:?}");
+        };
+        let want = expressible(file.get(Provider::Volcengine, &id).unwrap());
+        assert_eq!(sorted(got.clone()), sorted(want), "{id}");
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volcengine_reads_the_regions_listeners_in_a_few_calls_not_one_per_load_balancer() {
+    let inv = volc_region();
+    let Some(mock) = Mock::start(&inv).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Volcengine, AK, SK);
+    let cloud = library_cloud(Provider::Volcengine, &mock, creds.path(), "    qps: 1000\n");
+    let named: std::collections::HashSet<String> = (0..40)
+        .map(|i| format!("clb-r{i}"))
+        .chain((0..4).map(|i| format!("nlb-r{i}")))
+        .collect();
+    // Pages of 10: the CLBs' 40 listeners take four pages, the NLBs' 8 one.
+    mock.control("paging", json!({"size": 10})).await;
+    mock.control("reset", json!({})).await;
+    cloud.refresh_round(&named).await;
+    let calls = mock.control("calls", json!({})).await;
+    let count = |op: &str| {
+        calls["byOperation"][format!("volcengine/{op}")]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    // One list per load balancer made 44 listener calls; the region's lists make 5.
+    assert_eq!(count("DescribeListeners"), 4, "{calls}");
+    assert_eq!(count("DescribeNLBListeners"), 1, "{calls}");
+    // 40 CLBs twenty a call in pages of 10; 4 NLBs in one call.
+    assert_eq!(count("DescribeLoadBalancers"), 4, "{calls}");
+    assert_eq!(count("DescribeNetworkLoadBalancers"), 1, "{calls}");
+    assert_eq!(all_calls(&mock).await, 10, "{calls}");
+    assert_volc_region(&cloud, &inv);
+    mock.assert_clean().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volcengine_region_listener_lists_that_cannot_be_read_to_their_end_fall_back_per_load_balancer()
+ {
+    let inv = volc_region();
+    let Some(mock) = Mock::start(&inv).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Volcengine, AK, SK);
+    let named: std::collections::HashSet<String> = (0..40)
+        .map(|i| format!("clb-r{i}"))
+        .chain((0..4).map(|i| format!("nlb-r{i}")))
+        .collect();
+    // The NLBs' list repeats its token; the CLBs' list takes more pages (40, one a page)
+    // than the calls it would save (20): each load balancer's own list is read instead.
+    mock.control("paging", json!({"size": 1})).await;
+    mock.fault(Some("loop"), 0.0).await;
+    let cfg = lbguard::engine::parse_config(
+        &cloud_config(Provider::Volcengine, &mock, creds.path(), "    qps: 1000\n"),
+        "t",
+    )
+    .unwrap();
+    let metrics = lbguard::cloud::CloudMetrics::default();
+    let cloud = lbguard::cloud::Cloud::new(
+        Provider::Volcengine,
+        &cfg.inventory.cloud,
+        None,
+        lbguard::cloud::creds::CredStore::load(Provider::Volcengine, Some(creds.path())).unwrap(),
+        mock.ca_pem.as_bytes(),
+        metrics.clone(),
+        1,
+    )
+    .unwrap();
+    mock.control("reset", json!({})).await;
+    cloud.refresh_round(&named).await;
+    let calls = mock.control("calls", json!({})).await;
+    let count = |op: &str| {
+        calls["byOperation"][format!("volcengine/{op}")]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    // Region-wide: the CLBs' first page (40 pages are past the bound), the NLBs' two
+    // (the token repeats); then one list per load balancer.
+    assert_eq!(count("DescribeListeners"), 1 + 40, "{calls}");
+    assert_eq!(count("DescribeNLBListeners"), 2 + 4, "{calls}");
+    // No load balancer is stored with the listeners of the pages read before the loop.
+    assert_volc_region(&cloud, &inv);
+    let incomplete = metrics
+        .requests
+        .get_or_create(&lbguard::cloud::ApiLabels {
+            provider: "volcengine",
+            operation: "ListListeners",
+            result: "incomplete",
+        })
+        .get();
+    assert_eq!(
+        incomplete, 2,
+        "both region-wide lists counted as incomplete"
+    );
+    mock.fault(None, 0.0).await;
+    mock.assert_clean().await;
+}
+
 /// Benchmark (`scripts/bench-e2e refresh`, not a test): calls per background round against
 /// the number of load balancers Services name and the number of replicas, on the mock's bulk
 /// account, with the refresh's own code and the cloud's list calls.

@@ -4,13 +4,13 @@
 //! asked again alone, so only the cloud's documented "not found" answer ever makes a
 //! "does not exist".
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::time::Instant;
 
 use super::outcome::CloudError;
 use super::transport::{Call, Tokens};
 use super::{ApiLabels, Cloud, alibaba, huawei, volcengine};
-use crate::vocab::lb::LoadBalancer;
+use crate::vocab::lb::{Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
 /// The kind of `id` (ids of one kind share a list call) and how many one call takes.
@@ -43,16 +43,100 @@ pub(crate) fn plan(provider: Provider, ids: Vec<String>) -> Vec<Vec<String>> {
         .collect()
 }
 
+/// Listeners read once for a whole round, by load balancer id, for the kinds of id whose
+/// region-wide list was read to its end. A kind missing here is read load balancer by load
+/// balancer; a load balancer missing from a kind that is here has no listeners.
+#[derive(Debug, Default)]
+pub(crate) struct RoundListeners(HashMap<&'static str, HashMap<String, Vec<Listener>>>);
+
+impl RoundListeners {
+    /// The listeners of `id` (of `kind`), if its kind's list was read.
+    pub fn of(&self, kind: &str, id: &str) -> Option<Vec<Listener>> {
+        self.0
+            .get(kind)
+            .map(|by_lb| by_lb.get(id).cloned().unwrap_or_default())
+    }
+}
+
+/// Region-wide listener lists are read when they take fewer calls than one list per load
+/// balancer: for a kind with at least this many ids, and in at most half as many pages.
+const REGION_LISTS_FROM: usize = 2;
+
 impl Cloud {
-    /// One batch (from [`plan`]) in the background: the load balancers the cloud listed,
-    /// listeners read to their end. Ids missing from the answer are not in it.
-    pub(crate) async fn fetch_many(&self, ids: &[String]) -> Result<Vec<LoadBalancer>, CloudError> {
+    /// The round's region-wide listener lists (Volcengine: `DescribeListeners` and
+    /// `DescribeNLBListeners` without a load balancer, 100 a page). A list that cannot be
+    /// read to its end, or is longer than the calls it saves, is left out.
+    pub(crate) async fn round_listeners(&self, ids: &[String]) -> RoundListeners {
+        let mut round = RoundListeners::default();
+        if self.provider != Provider::Volcengine {
+            return round;
+        }
+        let mut kinds: BTreeMap<&'static str, usize> = BTreeMap::new();
+        for id in ids {
+            *kinds.entry(volcengine::batch(id).0).or_default() += 1;
+        }
+        for (kind, n) in kinds {
+            if n < REGION_LISTS_FROM {
+                continue;
+            }
+            let read = super::refresh::retried(|| async {
+                let (region, creds) = self.background().await?;
+                let call = Call {
+                    cloud: self,
+                    region: &region,
+                    creds,
+                    deadline: None::<Instant>,
+                    tokens: Tokens::Background,
+                };
+                volcengine::region_listeners(&call, kind == "nlb", n / 2).await
+            })
+            .await;
+            match read {
+                Ok(by_lb) => {
+                    round.0.insert(kind, by_lb);
+                }
+                Err(e) => {
+                    self.count_incomplete(&e);
+                    tracing::debug!(error = %e, kind, "cloud refresh: listeners read load balancer by load balancer");
+                }
+            }
+        }
+        round
+    }
+
+    /// The region and credentials of a background call.
+    async fn background(
+        &self,
+    ) -> Result<(String, std::sync::Arc<super::creds::Creds>), CloudError> {
         let region = self.region().ok_or_else(|| {
             CloudError::Other(
                 "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
             )
         })?;
-        let creds = self.credentials(None).await?;
+        Ok((region, self.credentials(None).await?))
+    }
+
+    fn count_incomplete(&self, r: &CloudError) {
+        if let e @ CloudError::Incomplete(_) = r {
+            self.metrics
+                .requests
+                .get_or_create(&ApiLabels {
+                    provider: self.provider.as_str(),
+                    operation: "ListListeners",
+                    result: e.label(),
+                })
+                .inc();
+        }
+    }
+
+    /// One batch (from [`plan`]) in the background: the load balancers the cloud listed,
+    /// listeners read to their end. Ids missing from the answer are not in it.
+    pub(crate) async fn fetch_many(
+        &self,
+        ids: &[String],
+        round: &RoundListeners,
+    ) -> Result<Vec<LoadBalancer>, CloudError> {
+        let (region, creds) = self.background().await?;
         let call = Call {
             cloud: self,
             region: &region,
@@ -63,22 +147,15 @@ impl Cloud {
         let r = match self.provider {
             Provider::Alibaba => alibaba::fetch_many(&call, ids).await,
             Provider::Huawei => huawei::fetch_many(&call, ids).await,
-            Provider::Volcengine => volcengine::fetch_many(&call, ids).await,
+            Provider::Volcengine => volcengine::fetch_many(&call, ids, round).await,
             // Never planned in batches (see `limit`).
             Provider::Ctyun => Err(CloudError::Other(format!(
                 "{} has no list call for many load balancers",
                 self.provider
             ))),
         };
-        if let Err(e @ CloudError::Incomplete(_)) = &r {
-            self.metrics
-                .requests
-                .get_or_create(&ApiLabels {
-                    provider: self.provider.as_str(),
-                    operation: "ListListeners",
-                    result: e.label(),
-                })
-                .inc();
+        if let Err(e) = &r {
+            self.count_incomplete(e);
         }
         r
     }

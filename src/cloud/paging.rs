@@ -54,7 +54,13 @@ impl Pager {
         self.incomplete("a page answered \"not found\"")
     }
 
-    fn incomplete(&self, why: &str) -> CloudError {
+    /// The most pages this read may take.
+    pub fn max(&self) -> usize {
+        self.max
+    }
+
+    /// Why this list cannot be read completely.
+    pub fn incomplete(&self, why: &str) -> CloudError {
         CloudError::Incomplete(format!("could not read all {}: {why}", self.what))
     }
 }

@@ -12,7 +12,7 @@ use super::Cloud;
 use super::outcome::CloudError;
 
 /// Up to three tries, with backoff, while the error is worth a retry.
-async fn retried<T, F, Fut>(mut f: F) -> Result<T, CloudError>
+pub(crate) async fn retried<T, F, Fut>(mut f: F) -> Result<T, CloudError>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T, CloudError>>,
@@ -69,12 +69,13 @@ impl Cloud {
                     && (self.cache.age(id, now).is_none() || foreign_slot(id) == slot))
         });
         self.update_gauges();
+        let round = self.round_listeners(&ids).await;
         for batch in super::batch::plan(self.provider, ids) {
             if let [id] = batch.as_slice() {
                 self.refresh_one(id, named).await;
                 continue;
             }
-            match retried(|| self.fetch_many(&batch)).await {
+            match retried(|| self.fetch_many(&batch, &round)).await {
                 Ok(found) => {
                     let now = self.now();
                     let listed: HashSet<String> = found.iter().map(|lb| lb.id.clone()).collect();

@@ -1,21 +1,25 @@
 //! Volcengine: CLB and NLB through the CLB OpenAPI (version 2020-04-01:
 //! DescribeLoadBalancerAttributes, DescribeListeners, DescribeNetworkLoadBalancerAttributes,
 //! DescribeNLBListeners; the refresh lists many with DescribeLoadBalancers and
-//! DescribeNetworkLoadBalancers), HMAC-SHA256 (V4) signed for service `clb`.
+//! DescribeNetworkLoadBalancers, and a region's listeners with the listener lists without a
+//! load balancer), HMAC-SHA256 (V4) signed for service `clb`.
 //!
 //! Mapping: CLB `Type` public/private and an NLB zone's `Ipv4EipId` give the address type, `VpcId` the
 //! VPC. Volcengine's CCM is not published and its documentation (seed 004) names no tag it
 //! puts on the load balancers it creates, so `createdBy` stays unknown; listeners count as
 //! external (on Volcengine Services share listeners the user made, seed 004).
 
+use std::collections::HashMap;
+
 use serde_json::Value;
 
+use super::batch::RoundListeners;
 use super::outcome::{CloudError, Reply, by_status, describe};
 use super::paging::Pager;
 use super::sign::{self, Req};
 use super::transport::Call;
 use super::{Fact, non_empty};
-use crate::vocab::lb::{AddressType, LbKind, LoadBalancer};
+use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
 const VERSION: &str = "2020-04-01";
@@ -90,7 +94,7 @@ async fn action(
 
 /// The kind of `id` for batching, and how many ids one list call takes
 /// (`DescribeLoadBalancers` and `DescribeNetworkLoadBalancers` take `LoadBalancerIds.N`; 20
-/// keeps the URL short). Their listener lists take one load balancer.
+/// keeps the URL short). Their listener lists take one load balancer or none (the region).
 pub(crate) fn batch(id: &str) -> (&'static str, usize) {
     if id.starts_with("nlb-") {
         ("nlb", 20)
@@ -146,11 +150,13 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     Ok(Fact::Found(lb))
 }
 
-/// Many load balancers of one kind in one paged list (`LoadBalancerIds.N`), then each one's
-/// listeners. Only the ones the cloud listed are returned.
+/// Many load balancers of one kind in one paged list (`LoadBalancerIds.N`), their listeners
+/// from the round's region-wide list where it was read, else each one's own list. Only the
+/// ones the cloud listed are returned.
 pub(crate) async fn fetch_many(
     call: &Call<'_>,
     ids: &[String],
+    round: &RoundListeners,
 ) -> Result<Vec<LoadBalancer>, CloudError> {
     let nlb = ids.iter().all(|id| id.starts_with("nlb-"));
     let mut pager = Pager::new(format!("{} load balancers from {}", ids.len(), ids[0]));
@@ -205,18 +211,59 @@ pub(crate) async fn fetch_many(
         }
     }
     for lb in &mut lbs {
-        listeners(call, nlb, lb).await?;
+        match round.of(batch(&lb.id).0, &lb.id) {
+            Some(read) => lb.listeners = read,
+            None => listeners(call, nlb, lb).await?,
+        }
     }
     Ok(lbs)
 }
 
-/// One load balancer's listeners, page by page (the list takes one `LoadBalancerId`).
+/// One load balancer's listeners, page by page.
 async fn listeners(call: &Call<'_>, nlb: bool, lb: &mut LoadBalancer) -> Result<(), CloudError> {
     let id = lb.id.clone();
-    let mut pager = Pager::new(format!("listeners of {id}"));
+    let pager = Pager::new(format!("listeners of {id}"));
+    for (_, l) in list_listeners(call, nlb, Some(&id), pager).await? {
+        lb.listeners.push(l);
+    }
+    Ok(())
+}
+
+/// Every listener of the region's CLBs (or NLBs), by load balancer id: the list without a
+/// `LoadBalancerId` (optional in both request models), at most `max_pages` pages of 100.
+/// A list longer than that, or one that cannot be read to its end, is "incomplete".
+pub(crate) async fn region_listeners(
+    call: &Call<'_>,
+    nlb: bool,
+    max_pages: usize,
+) -> Result<HashMap<String, Vec<Listener>>, CloudError> {
+    let what = if nlb { "NLB" } else { "CLB" };
+    let pager = Pager::bounded(
+        format!("listeners of the region's {what}s in {max_pages} pages"),
+        max_pages,
+    );
+    let mut by_lb: HashMap<String, Vec<Listener>> = HashMap::new();
+    for (id, l) in list_listeners(call, nlb, None, pager).await? {
+        by_lb.entry(id).or_default().push(l);
+    }
+    Ok(by_lb)
+}
+
+/// The listeners of `id` (or of the region), page by page, each with its `LoadBalancerId`.
+async fn list_listeners(
+    call: &Call<'_>,
+    nlb: bool,
+    id: Option<&str>,
+    mut pager: Pager,
+) -> Result<Vec<(String, Listener)>, CloudError> {
+    let mut out = Vec::new();
     let mut token: Option<String> = None;
+    let mut read = 0u64;
     for page in 1.. {
-        let mut query = vec![("LoadBalancerId".to_string(), id.clone())];
+        let mut query: Vec<(String, String)> = id
+            .map(|id| ("LoadBalancerId".to_string(), id.to_string()))
+            .into_iter()
+            .collect();
         let list_action = if nlb {
             query.push(("MaxResults".into(), "100".into()));
             if let Some(t) = &token {
@@ -233,19 +280,29 @@ async fn listeners(call: &Call<'_>, nlb: bool, lb: &mut LoadBalancer) -> Result<
         };
         let list = result["Listeners"].as_array().cloned().unwrap_or_default();
         for l in &list {
-            lb.listeners.extend(super::listener(
-                &l["Port"],
-                &l["Protocol"],
-                "external".into(),
-            ));
+            let owner = match id {
+                Some(id) => id.to_string(),
+                // Grouped by the listener's own field: one without it belongs to no one
+                // known, and dropping it could hide a port in use.
+                None => non_empty(&l["LoadBalancerId"])
+                    .ok_or_else(|| pager.incomplete("a listener without its LoadBalancerId"))?,
+            };
+            if let Some(l) = super::listener(&l["Port"], &l["Protocol"], "external".into()) {
+                out.push((owner, l));
+            }
         }
+        read += list.len() as u64;
         let next = if list.is_empty() {
             String::new()
         } else if nlb {
             result["NextToken"].as_str().unwrap_or_default().to_string()
         } else {
             let total = result["TotalCount"].as_u64().unwrap_or(0);
-            if (page as u64) * 100 < total {
+            // Pages as long as this one: past the bound, stop before reading them.
+            if page == 1 && total.div_ceil(read) > pager.max() as u64 {
+                return Err(pager.incomplete(&format!("{total} listeners")));
+            }
+            if read < total {
                 (page + 1).to_string()
             } else {
                 String::new()
@@ -256,7 +313,7 @@ async fn listeners(call: &Call<'_>, nlb: bool, lb: &mut LoadBalancer) -> Result<
             break;
         }
     }
-    Ok(())
+    Ok(out)
 }
 
 #[cfg(test)]

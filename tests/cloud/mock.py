@@ -14,7 +14,8 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
   POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404", "delay": s}
-                      html404: a proxy's HTML 404 page; loop: list pages repeat their token;
+                      html404: a proxy's HTML 404 page; loop: list pages repeat their token
+                      (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
   POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
@@ -177,6 +178,9 @@ def check_volcengine_request(q, cls_name, most=20):
         if bool(index) != is_list:
             raise ModelError(f"{cls_name}.{base} is {'a list' if is_list else 'not a list'}: got {key}")
         counts[base] = counts.get(base, 0) + 1
+    for key in ("PageSize", "MaxResults"):
+        if int(q.get(key) or 0) > 100:
+            raise ModelError(f"{cls_name}.{key}: {q[key]}, the API serves at most 100")
     if counts.get("LoadBalancerIds", 0) > most:
         raise ModelError(f"{cls_name}: {counts['LoadBalancerIds']} ids, more than {most}")
 
@@ -655,6 +659,10 @@ class Handler(BaseHTTPRequestHandler):
     def volcengine(self, op, url, q, raw):
         if op in ("DescribeLoadBalancers", "DescribeNetworkLoadBalancers"):
             return self.volcengine_list(op, q)
+        if op in ("DescribeListeners", "DescribeNLBListeners"):
+            check_volcengine_request(q, f"{op}Request")
+            if "LoadBalancerId" not in q:
+                return self.volcengine_region_listeners(op, q)
         lb = find("volcengine", q.get("LoadBalancerId"))
         nlb = lb is not None and lb.get("kind") == "nlb"
         meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
@@ -692,6 +700,35 @@ class Handler(BaseHTTPRequestHandler):
             check_volcengine(result, "DescribeNLBListenersResponse")
         else:
             return self.reply(400, {"ResponseMetadata": dict(meta, Error={"Code": "InvalidAction", "Message": op})})
+        return self.reply(200, {"ResponseMetadata": meta, "Result": result})
+
+    def volcengine_region_listeners(self, op, q):
+        """The listener lists without a load balancer: every listener of the region's CLBs
+        (or NLBs), each with its LoadBalancerId, paged as the SDK's request model pages."""
+        nlb = op == "DescribeNLBListeners"
+        items = [{"ListenerId": f"lsn-{lb['id']}-{l['port']}", "Port": l["port"],
+                  "Protocol": l["protocol"].upper(), "LoadBalancerId": lb["id"]}
+                 for lb in lbs("volcengine") if (lb.get("kind") == "nlb") == nlb
+                 for l in listeners(lb)]
+        meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
+                "Region": STATE["region"]}
+        if nlb:
+            start = int(q.get("NextToken") or 0)
+            page, more = paged(items, start, int(q.get("MaxResults") or 20))
+            token = str(start + len(page)) if more else ""
+            if STATE["fault"] == "loop" and items:
+                token = q.get("NextToken") or "1"
+            result = {"Listeners": page, "NextToken": token}
+            check_volcengine(result, "DescribeNLBListenersResponse")
+        else:
+            number = int(q.get("PageNumber") or 1)
+            size = max(1, min(int(q.get("PageSize") or 10), STATE["pageSize"]))
+            page, _ = paged(items, (number - 1) * size, size)
+            for i in page:
+                i["ListenerName"] = f"l-{i['Port']}"
+            result = {"Listeners": page, "PageNumber": number, "PageSize": size,
+                      "TotalCount": len(items)}
+            check_volcengine(result, "DescribeListenersResponse")
         return self.reply(200, {"ResponseMetadata": meta, "Result": result})
 
     def volcengine_list(self, op, q):
