@@ -1447,6 +1447,24 @@ async fn volcengine_reads_the_regions_listeners_in_a_few_calls_not_one_per_load_
     assert_eq!(count("DescribeNetworkLoadBalancers"), 1, "{calls}");
     assert_eq!(all_calls(&mock).await, 10, "{calls}");
     assert_volc_region(&cloud, &inv);
+
+    // 21 CLBs: a batch of 20 and one alone, whose listeners the region's list has too.
+    let cloud = library_cloud(Provider::Volcengine, &mock, creds.path(), "    qps: 1000\n");
+    let named: std::collections::HashSet<String> = (0..21).map(|i| format!("clb-r{i}")).collect();
+    mock.control("reset", json!({})).await;
+    cloud.refresh_round(&named).await;
+    let calls = mock.control("calls", json!({})).await;
+    assert_eq!(
+        calls["byOperation"]["volcengine/DescribeListeners"], 4,
+        "{calls}"
+    );
+    assert_eq!(
+        calls["byOperation"]["volcengine/DescribeLoadBalancers"],
+        2 + 1,
+        "{calls}"
+    );
+    assert_eq!(all_calls(&mock).await, 7, "{calls}");
+    assert_eq!(cloud.snapshot().len(), 21);
     mock.assert_clean().await;
 }
 

@@ -50,6 +50,11 @@ pub(crate) fn plan(provider: Provider, ids: Vec<String>) -> Vec<Vec<String>> {
 pub(crate) struct RoundListeners(HashMap<&'static str, HashMap<String, Vec<Listener>>>);
 
 impl RoundListeners {
+    /// Whether the listeners of `id`'s kind were read for the round.
+    pub fn covers(&self, provider: Provider, id: &str) -> bool {
+        self.0.contains_key(limit(provider, id).0)
+    }
+
     /// The listeners of `id` (of `kind`), if its kind's list was read.
     pub fn of(&self, kind: &str, id: &str) -> Option<Vec<Listener>> {
         self.0

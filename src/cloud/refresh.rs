@@ -71,7 +71,10 @@ impl Cloud {
         self.update_gauges();
         let round = self.round_listeners(&ids).await;
         for batch in super::batch::plan(self.provider, ids) {
-            if let [id] = batch.as_slice() {
+            // One id alone is read with the single-id calls, unless its listeners are read.
+            if let [id] = batch.as_slice()
+                && !round.covers(self.provider, id)
+            {
                 self.refresh_one(id, named).await;
                 continue;
             }
