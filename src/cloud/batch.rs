@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::outcome::CloudError;
 use super::transport::{Call, Tokens};
-use super::{ApiLabels, Cloud, alibaba, huawei, volcengine};
+use super::{Cloud, alibaba, huawei, volcengine};
 use crate::vocab::lb::{Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -85,7 +85,7 @@ impl Cloud {
                 continue;
             }
             let read = super::refresh::retried(|| async {
-                let (region, creds) = self.background().await?;
+                let (region, creds) = self.region_and_credentials(None).await?;
                 let call = Call {
                     cloud: self,
                     region: &region,
@@ -109,31 +109,6 @@ impl Cloud {
         round
     }
 
-    /// The region and credentials of a background call.
-    async fn background(
-        &self,
-    ) -> Result<(String, std::sync::Arc<super::creds::Creds>), CloudError> {
-        let region = self.region().ok_or_else(|| {
-            CloudError::Other(
-                "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
-            )
-        })?;
-        Ok((region, self.credentials(None).await?))
-    }
-
-    fn count_incomplete(&self, r: &CloudError) {
-        if let e @ CloudError::Incomplete(_) = r {
-            self.metrics
-                .requests
-                .get_or_create(&ApiLabels {
-                    provider: self.provider.as_str(),
-                    operation: "ListListeners",
-                    result: e.label(),
-                })
-                .inc();
-        }
-    }
-
     /// One batch (from [`plan`]) in the background: the load balancers the cloud listed,
     /// listeners read to their end. Ids missing from the answer are not in it.
     pub(crate) async fn fetch_many(
@@ -141,7 +116,7 @@ impl Cloud {
         ids: &[String],
         round: &RoundListeners,
     ) -> Result<Vec<LoadBalancer>, CloudError> {
-        let (region, creds) = self.background().await?;
+        let (region, creds) = self.region_and_credentials(None).await?;
         let call = Call {
             cloud: self,
             region: &region,

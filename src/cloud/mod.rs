@@ -446,6 +446,33 @@ impl Cloud {
         })
     }
 
+    /// The region and the credentials of a call, or why there are none.
+    pub(crate) async fn region_and_credentials(
+        &self,
+        deadline: Option<Instant>,
+    ) -> Result<(String, Arc<creds::Creds>), CloudError> {
+        let region = self.region().ok_or_else(|| {
+            CloudError::Other(
+                "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
+            )
+        })?;
+        Ok((region, self.credentials(deadline).await?))
+    }
+
+    /// Every page answered, the list did not end: counted as its own outcome.
+    pub(crate) fn count_incomplete(&self, r: &CloudError) {
+        if let e @ CloudError::Incomplete(_) = r {
+            self.metrics
+                .requests
+                .get_or_create(&ApiLabels {
+                    provider: self.provider.as_str(),
+                    operation: "ListListeners",
+                    result: e.label(),
+                })
+                .inc();
+        }
+    }
+
     /// One look-up at the provider's API.
     async fn fetch(
         &self,
@@ -453,12 +480,7 @@ impl Cloud {
         deadline: Option<Instant>,
         tokens: Tokens,
     ) -> Result<Arc<Fact>, CloudError> {
-        let region = self.region().ok_or_else(|| {
-            CloudError::Other(
-                "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
-            )
-        })?;
-        let creds = self.credentials(deadline).await?;
+        let (region, creds) = self.region_and_credentials(deadline).await?;
         let call = Call {
             cloud: self,
             region: &region,
@@ -472,16 +494,8 @@ impl Cloud {
             Provider::Huawei => huawei::fetch(&call, id).await,
             Provider::Volcengine => volcengine::fetch(&call, id).await,
         };
-        if let Err(e @ CloudError::Incomplete(_)) = &fact {
-            // Every page answered, the list did not end: counted as its own outcome.
-            self.metrics
-                .requests
-                .get_or_create(&ApiLabels {
-                    provider: self.provider.as_str(),
-                    operation: "ListListeners",
-                    result: e.label(),
-                })
-                .inc();
+        if let Err(e) = &fact {
+            self.count_incomplete(e);
         }
         Ok(Arc::new(fact?))
     }
