@@ -1530,6 +1530,72 @@ async fn volcengine_region_listener_lists_that_cannot_be_read_to_their_end_fall_
     mock.assert_clean().await;
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volcengine_region_listener_lists_refused_fall_back_per_load_balancer() {
+    let inv = volc_region();
+    let Some(mock) = Mock::start(&inv).await else {
+        return;
+    };
+    let creds = creds_dir(Provider::Volcengine, AK, SK);
+    let named: std::collections::HashSet<String> = (0..40)
+        .map(|i| format!("clb-r{i}"))
+        .chain((0..4).map(|i| format!("nlb-r{i}")))
+        .collect();
+    // A policy that grants the listener lists only with a LoadBalancerId: the region-wide
+    // lists are refused (AccessDenied), each load balancer's own list is not.
+    mock.fault(Some("regionListenersDenied"), 0.0).await;
+    let cfg = lbguard::engine::parse_config(
+        &cloud_config(Provider::Volcengine, &mock, creds.path(), "    qps: 1000\n"),
+        "t",
+    )
+    .unwrap();
+    let metrics = lbguard::cloud::CloudMetrics::default();
+    let cloud = lbguard::cloud::Cloud::new(
+        Provider::Volcengine,
+        &cfg.inventory.cloud,
+        None,
+        lbguard::cloud::creds::CredStore::load(Provider::Volcengine, Some(creds.path())).unwrap(),
+        mock.ca_pem.as_bytes(),
+        metrics.clone(),
+        1,
+    )
+    .unwrap();
+    mock.control("reset", json!({})).await;
+    cloud.refresh_round(&named).await;
+    let calls = mock.control("calls", json!({})).await;
+    let count = |op: &str| {
+        calls["byOperation"][format!("volcengine/{op}")]
+            .as_u64()
+            .unwrap_or(0)
+    };
+    // One refused region-wide call each (an auth error is not retried), then one list per
+    // load balancer.
+    assert_eq!(count("DescribeListeners"), 1 + 40, "{calls}");
+    assert_eq!(count("DescribeNLBListeners"), 1 + 4, "{calls}");
+    assert_volc_region(&cloud, &inv);
+    let refused = |operation: &'static str| {
+        metrics
+            .requests
+            .get_or_create(&lbguard::cloud::ApiLabels {
+                provider: "volcengine",
+                operation,
+                result: "auth_error",
+            })
+            .get()
+    };
+    assert_eq!(refused("DescribeListeners"), 1, "counted as refused");
+    assert_eq!(refused("DescribeNLBListeners"), 1, "counted as refused");
+    // The refusal is the region-wide list's alone: no fact says "not found" or is missing.
+    assert!(
+        cloud
+            .snapshot()
+            .iter()
+            .all(|(_, f)| matches!(f.as_ref(), lbguard::cloud::Fact::Found(_)))
+    );
+    mock.fault(None, 0.0).await;
+    mock.assert_clean().await;
+}
+
 /// Benchmark (`scripts/bench-e2e refresh`, not a test): calls per background round against
 /// the number of load balancers Services name and the number of replicas, on the mock's bulk
 /// account, with the refresh's own code and the cloud's list calls.

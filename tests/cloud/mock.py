@@ -13,10 +13,12 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"regionListenersDenied", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token
                       (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
+                      regionListenersDenied: Volcengine refuses its listener lists without
+                      a load balancer (AccessDenied), as a resource-scoped policy does
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
   POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
   POST /_mock/paging  {"size": n}  items per page of the list APIs at most (default 100;
@@ -706,6 +708,12 @@ class Handler(BaseHTTPRequestHandler):
         """The listener lists without a load balancer: every listener of the region's CLBs
         (or NLBs), each with its LoadBalancerId, paged as the SDK's request model pages."""
         nlb = op == "DescribeNLBListeners"
+        if STATE["fault"] == "regionListenersDenied":
+            # A policy that grants the listener list only with a LoadBalancerId.
+            return self.reply(403, {"ResponseMetadata": {
+                "RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
+                "Region": STATE["region"],
+                "Error": {"Code": "AccessDenied", "Message": "User is not authorized to perform: clb:" + op}}})
         items = [{"ListenerId": f"lsn-{lb['id']}-{l['port']}", "Port": l["port"],
                   "Protocol": l["protocol"].upper(), "LoadBalancerId": lb["id"]}
                  for lb in lbs("volcengine") if (lb.get("kind") == "nlb") == nlb
