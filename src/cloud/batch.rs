@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use super::outcome::CloudError;
 use super::transport::{Call, Tokens};
-use super::{Cloud, alibaba, huawei, volcengine};
+use super::{Cloud, alibaba, ctyun, huawei, volcengine};
 use crate::vocab::lb::{Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
 
@@ -19,9 +19,7 @@ fn limit(provider: Provider, id: &str) -> (&'static str, usize) {
         Provider::Alibaba => alibaba::batch(id),
         Provider::Huawei => huawei::batch(id),
         Provider::Volcengine => volcengine::batch(id),
-        // Its listener list takes one load balancer and its list of load balancers is not
-        // paged: read one at a time.
-        Provider::Ctyun => ("lb", 1),
+        Provider::Ctyun => ctyun::batch(id),
     }
 }
 
@@ -128,11 +126,7 @@ impl Cloud {
             Provider::Alibaba => alibaba::fetch_many(&call, ids).await,
             Provider::Huawei => huawei::fetch_many(&call, ids).await,
             Provider::Volcengine => volcengine::fetch_many(&call, ids, round).await,
-            // Never planned in batches (see `limit`).
-            Provider::Ctyun => Err(CloudError::Other(format!(
-                "{} has no list call for many load balancers",
-                self.provider
-            ))),
+            Provider::Ctyun => ctyun::fetch_many(&call, ids).await,
         };
         if let Err(e) = &r {
             self.count_incomplete(e);
@@ -168,9 +162,8 @@ mod tests {
             vec![ids(&["clb-1", "clb-2"]), ids(&["nlb-1"])]
         );
         assert_eq!(
-            plan(Provider::Ctyun, ids(&["a", "b"])).len(),
-            2,
-            "one at a time"
+            plan(Provider::Ctyun, ids(&["a", "b"])),
+            vec![ids(&["a", "b"])]
         );
     }
 }

@@ -1,4 +1,5 @@
-//! CTyun: the ELB API (`/v4/elb/show-loadbalancer`, `/v4/elb/list-listener`), EOP signed.
+//! CTyun: the ELB API (`/v4/elb/show-loadbalancer`, `/v4/elb/list-listener`, and for the
+//! refresh's batches `/v4/elb/list-loadbalancer`), EOP signed.
 //!
 //! Mapping: `resourceType` external/internal is the address type, `vpcID` the VPC. CTyun's
 //! CCM is not published and its documentation (seed 000) names no tag or name it puts on the
@@ -21,14 +22,22 @@ use crate::vocab::provider::Provider;
 /// CTyun's ELB API is served from one global endpoint for every region.
 const PUBLIC: &str = "https://ctelb-global.ctapi.ctyun.cn";
 
-/// The documented "no such load balancer".
-const NOT_FOUND: &[&str] = &["Elb.LoadBalancer.NotFound", "Elb.Elb.NotFound"];
+/// "No such load balancer", as CTyun's own Terraform provider names it. No public table
+/// lists CTyun's codes, so a single look-up confirms any error it cannot place with the list
+/// filtered by the id: see [`fetch`].
+const NOT_FOUND: &[&str] = &["Openapi.LoadBalancer.NotFound"];
+/// Rate limits: no public source names CTyun's codes; these are the gateway's likely
+/// spellings, and an HTTP 429 is a rate limit whatever its code.
 const THROTTLED: &[&str] = &[
     "Openapi.Throttling",
     "Openapi.FlowControl",
     "Elb.Throttling",
 ];
+/// Credentials and permissions: IAM's CTIAM_0005 and CTIAM_1044 (CTyun's Terraform
+/// provider), and the gateway's signature and key codes (any 401 or 403 is one too).
 const AUTH: &[&str] = &[
+    "CTIAM_0005",
+    "CTIAM_1044",
     "Openapi.Signature.Invalid",
     "Openapi.Signature.Expired",
     "Openapi.AccessKey.Invalid",
@@ -77,20 +86,15 @@ async fn get(
         .await
 }
 
-pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
-    let query = vec![
-        ("regionID".to_string(), call.region.to_string()),
-        ("elbID".to_string(), id.to_string()),
-    ];
-    let Some(shown) = get(call, "ShowLoadBalancer", "/v4/elb/show-loadbalancer", query).await?
-    else {
-        return Ok(Fact::NotFound);
-    };
-    let Some(attrs) = shown["returnObj"].as_array().and_then(|a| a.first()) else {
-        return Err(CloudError::Other(format!(
-            "the API answered for \"{id}\" without the load balancer"
-        )));
-    };
+/// The kind of `id` for batching, and how many ids one `list-loadbalancer` call takes
+/// (`iDs`, comma-separated; 20 keeps the URL short). The list is not paged, so an id
+/// missing from its answer is asked for alone: a list cut short costs calls, never a fact.
+pub(crate) fn batch(_id: &str) -> (&'static str, usize) {
+    ("elb", 20)
+}
+
+/// The load balancer a `show-loadbalancer` or `list-loadbalancer` item describes.
+fn from_attrs(id: &str, attrs: &Value) -> LoadBalancer {
     let mut lb = LoadBalancer::new(id, Provider::Ctyun);
     lb.kind = Some(LbKind::Elb);
     lb.address_type = match attrs["resourceType"].as_str() {
@@ -99,11 +103,16 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
         _ => None,
     };
     lb.vpc_id = super::non_empty(&attrs["vpcID"]);
-    // One page: list-listener answers every listener of a load balancer at once.
-    let pager = Pager::new(format!("listeners of {id}"));
+    lb
+}
+
+/// Every listener of `lb`. One page: `list-listener` answers every listener of a load
+/// balancer at once (its request model has no paging).
+async fn read_listeners(call: &Call<'_>, lb: &mut LoadBalancer) -> Result<(), CloudError> {
+    let pager = Pager::new(format!("listeners of {}", lb.id));
     let query = vec![
         ("regionID".to_string(), call.region.to_string()),
-        ("loadBalancerID".to_string(), id.to_string()),
+        ("loadBalancerID".to_string(), lb.id.clone()),
     ];
     let Some(listed) = get(call, "ListListener", "/v4/elb/list-listener", query).await? else {
         return Err(pager.vanished());
@@ -115,7 +124,89 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
             "external".into(),
         ));
     }
+    Ok(())
+}
+
+pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
+    let query = vec![
+        ("regionID".to_string(), call.region.to_string()),
+        ("elbID".to_string(), id.to_string()),
+    ];
+    let shown = match get(call, "ShowLoadBalancer", "/v4/elb/show-loadbalancer", query).await {
+        Ok(Some(shown)) => shown,
+        Ok(None) => return Ok(Fact::NotFound),
+        // An error no table places: the list filtered by the id decides.
+        Err(e @ CloudError::Other(_)) => return confirm(call, id, e).await,
+        Err(e) => return Err(e),
+    };
+    let Some(attrs) = shown["returnObj"].as_array().and_then(|a| a.first()) else {
+        return Err(CloudError::Other(format!(
+            "the API answered for \"{id}\" without the load balancer"
+        )));
+    };
+    let mut lb = from_attrs(id, attrs);
+    read_listeners(call, &mut lb).await?;
     Ok(Fact::Found(lb))
+}
+
+/// After a look-up's unplaced error `e`: `list-loadbalancer` by the id. An empty answer
+/// says "gone"; one that names only the id gives its fact. One that names other load
+/// balancers ignored the filter (and, unpaged, may be cut short): `e` stands.
+async fn confirm(call: &Call<'_>, id: &str, e: CloudError) -> Result<Fact, CloudError> {
+    let query = vec![
+        ("regionID".to_string(), call.region.to_string()),
+        ("iDs".to_string(), id.to_string()),
+    ];
+    let Some(listed) = get(call, "ListLoadBalancer", "/v4/elb/list-loadbalancer", query).await?
+    else {
+        return Err(e);
+    };
+    let items: Vec<&Value> = listed["returnObj"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .collect();
+    match items.as_slice() {
+        [] => Ok(Fact::NotFound),
+        [a] if a["iD"].as_str() == Some(id) => {
+            let mut lb = from_attrs(id, a);
+            read_listeners(call, &mut lb).await?;
+            Ok(Fact::Found(lb))
+        }
+        _ => Err(e),
+    }
+}
+
+/// The load balancers of `ids` that `list-loadbalancer` lists (one call), each with its
+/// listeners (one call each). Ids it does not list are not in the answer.
+pub(crate) async fn fetch_many(
+    call: &Call<'_>,
+    ids: &[String],
+) -> Result<Vec<LoadBalancer>, CloudError> {
+    let query = vec![
+        ("regionID".to_string(), call.region.to_string()),
+        ("iDs".to_string(), ids.join(",")),
+    ];
+    let Some(listed) = get(call, "ListLoadBalancer", "/v4/elb/list-loadbalancer", query).await?
+    else {
+        // "Not found" for a list of ids says nothing of any one of them.
+        return Ok(Vec::new());
+    };
+    let mut lbs = Vec::new();
+    for a in listed["returnObj"].as_array().into_iter().flatten() {
+        // Only the ids asked for: a list that ignored the filter names others too.
+        if let Some(id) = a["iD"]
+            .as_str()
+            .and_then(|id| ids.iter().find(|i| *i == id))
+            && !lbs.iter().any(|lb: &LoadBalancer| lb.id == *id)
+        {
+            lbs.push(from_attrs(id, a));
+        }
+    }
+    for lb in &mut lbs {
+        read_listeners(call, lb).await?;
+    }
+    Ok(lbs)
 }
 
 #[cfg(test)]
@@ -127,9 +218,23 @@ mod tests {
     fn only_the_documented_code_is_not_found() {
         let err = |code: &str| json!({"statusCode": 900, "errorCode": code, "message": "m"});
         assert_eq!(
-            classify(200, &err("Elb.LoadBalancer.NotFound")),
+            classify(200, &err("Openapi.LoadBalancer.NotFound")),
             Reply::NotFound
         );
+        // No source gives this spelling: an error, which a look-up then checks by listing.
+        assert!(matches!(
+            classify(200, &err("Elb.LoadBalancer.NotFound")),
+            Reply::Fail(CloudError::Other(_))
+        ));
+        // A listener's "not found" is no answer about the load balancer.
+        assert!(matches!(
+            classify(200, &err("Openapi.Listener.NotFound")),
+            Reply::Fail(CloudError::Other(_))
+        ));
+        assert!(matches!(
+            classify(200, &err("CTIAM_1044")),
+            Reply::Fail(CloudError::Auth(_))
+        ));
         assert!(matches!(
             classify(404, &json!({})),
             Reply::Fail(CloudError::Other(_))

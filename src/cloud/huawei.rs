@@ -23,10 +23,17 @@ use super::{Fact, non_empty};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
 use crate::vocab::provider::Provider;
 
-const THROTTLED: &[&str] = &["APIGW.0308", "ELB.8902"];
-/// The documented "no such load balancer" of ELB v3 and of the shared ELB's v2 API.
-const NOT_FOUND: &[&str] = &["ELB.8904", "ELB.1101"];
-/// API Gateway's credential and authorization codes (its error-code table: 0301-0307).
+/// API Gateway's throttling code (429), also spelled without the W by some services.
+const THROTTLED: &[&str] = &["APIGW.0308", "APIG.0308"];
+/// The documented "no such load balancer" (ELB's error-code table): ELB.8904 "%s %s could
+/// not be found" (v3; only the load balancer is looked up by id here), ELB.1002 and ELB.1003,
+/// and the shared ELB's ELB.9800. ELB.1101 is "the EIP already exists", not a missing one.
+const NOT_FOUND: &[&str] = &["ELB.8904", "ELB.1002", "ELB.1003", "ELB.9800"];
+/// ELB's 403 "the resource cannot be found": neither a refusal nor the documented answer
+/// for a missing load balancer, so it is an error under `onError`.
+const AMBIGUOUS: &[&str] = &["ELB.8903"];
+/// Credential and permission codes: API Gateway's (its error-code table) and ELB's own
+/// token and policy codes.
 const AUTH: &[&str] = &[
     "APIGW.0301",
     "APIGW.0302",
@@ -35,6 +42,22 @@ const AUTH: &[&str] = &[
     "APIGW.0305",
     "APIGW.0306",
     "APIGW.0307",
+    "APIGW.0310",
+    "APIGW.0311",
+    "APIGW.0401",
+    "APIGW.0402",
+    "APIGW.0801",
+    "APIGW.0802",
+    "ELB.1102",
+    "ELB.1103",
+    "ELB.1104",
+    "ELB.1105",
+    "ELB.1109",
+    "ELB.9802",
+    "ELB.9803",
+    "ELB.9804",
+    "SYS.0401",
+    "SYS.0403",
 ];
 /// The gateway's "no such API": a wrong endpoint or path, not a missing ELB.
 const NO_API: &str = "APIGW.0101";
@@ -61,6 +84,8 @@ pub(crate) fn classify(status: u16, body: &Value) -> Reply {
         CloudError::BadEndpoint(what)
     } else if AUTH.contains(&code) {
         CloudError::Auth(what)
+    } else if AMBIGUOUS.contains(&code) {
+        CloudError::Other(what)
     } else {
         by_status(status, code, message)
     })
@@ -304,9 +329,31 @@ mod tests {
             classify(429, &err("APIGW.0308")),
             Reply::Fail(CloudError::Throttled(_))
         ));
-        for code in ["APIGW.0301", "APIGW.0302", "APIGW.0304", "APIGW.0307"] {
+        for code in [
+            "APIGW.0301",
+            "APIGW.0302",
+            "APIGW.0304",
+            "APIGW.0307",
+            "ELB.1102",
+            "ELB.9804",
+            "SYS.0403",
+        ] {
             assert!(
                 matches!(classify(400, &err(code)), Reply::Fail(CloudError::Auth(_))),
+                "{code}"
+            );
+        }
+        for (status, code) in [(404, "ELB.1002"), (400, "ELB.1003"), (404, "ELB.9800")] {
+            assert_eq!(classify(status, &err(code)), Reply::NotFound, "{code}");
+        }
+        // "The EIP already exists" and "invalid input" are neither a missing ELB nor a rate
+        // limit; a 403 "resource cannot be found" is no refusal of the credentials.
+        for (status, code) in [(400, "ELB.1101"), (400, "ELB.8902"), (403, "ELB.8903")] {
+            assert!(
+                matches!(
+                    classify(status, &err(code)),
+                    Reply::Fail(CloudError::Other(_))
+                ),
                 "{code}"
             );
         }

@@ -24,7 +24,14 @@ use crate::vocab::provider::Provider;
 
 const VERSION: &str = "2020-04-01";
 const SERVICE: &str = "clb";
-const THROTTLED: &[&str] = &["FlowLimitExceeded", "Throttling", "RequestLimitExceeded"];
+/// The gateway's common codes (429).
+const THROTTLED: &[&str] = &[
+    "FlowLimitExceeded",
+    "RequestLimitExceeded",
+    "AccountFlowLimitExceeded",
+    "Throttling",
+];
+/// The gateway's common credential and permission codes.
 const AUTH: &[&str] = &[
     "InvalidAccessKey",
     "SignatureDoesNotMatch",
@@ -33,13 +40,20 @@ const AUTH: &[&str] = &[
     "InvalidSecretToken",
     "AccessDenied",
     "InvalidTimestamp",
+    "MissingSignature",
+    "MissingAuthenticationToken",
+    "InvalidClientTokenId",
+    "LackPolicy",
+    "LackProjectPolicy",
 ];
 
 /// The gateway's "no such service / action or version" (404): a wrong endpoint, not a missing
 /// load balancer.
 const NO_API: &[&str] = &["ServiceNotFound", "InvalidActionOrVersion"];
 
-/// The documented "no such load balancer" (CLB and NLB).
+/// Codes read as "no such load balancer" (CLB and NLB). Volcengine publishes none, so a
+/// single look-up confirms them (and any other error it cannot place) with the list
+/// filtered by the id, as Volcengine's own Terraform provider decides "gone": see [`fetch`].
 const NOT_FOUND: &[&str] = &[
     "InvalidLoadBalancer.NotFound",
     "InvalidLoadBalancerId.NotFound",
@@ -142,8 +156,16 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
         "DescribeLoadBalancerAttributes"
     };
     let query = vec![("LoadBalancerId".to_string(), id.to_string())];
-    let Some(attrs) = action(call, attrs_action, query).await? else {
-        return Ok(Fact::NotFound);
+    let attrs = match action(call, attrs_action, query).await {
+        Ok(Some(attrs)) => attrs,
+        // An empty list filtered by the id is the answer that says "gone"; a list that names
+        // it gives the fact.
+        Ok(None) | Err(CloudError::Other(_)) => {
+            let mut listed =
+                fetch_many(call, &[id.to_string()], &RoundListeners::default()).await?;
+            return Ok(listed.pop().map_or(Fact::NotFound, Fact::Found));
+        }
+        Err(e) => return Err(e),
     };
     let mut lb = from_attrs(id, nlb, &attrs);
     listeners(call, nlb, &mut lb).await?;
@@ -349,7 +371,17 @@ mod tests {
                 "{code}"
             );
         }
-        for code in ["InvalidAccessKey", "SignatureDoesNotMatch", "AccessDenied"] {
+        assert!(matches!(
+            classify(429, &err("AccountFlowLimitExceeded")),
+            Reply::Fail(CloudError::Throttled(_))
+        ));
+        for code in [
+            "InvalidAccessKey",
+            "SignatureDoesNotMatch",
+            "AccessDenied",
+            "MissingAuthenticationToken",
+            "LackPolicy",
+        ] {
             assert!(
                 matches!(classify(400, &err(code)), Reply::Fail(CloudError::Auth(_))),
                 "{code}"

@@ -13,10 +13,13 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"regionListenersDenied", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"regionListenersDenied", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token
                       (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
+                      otherNotFound: Volcengine and CTyun answer a missing load balancer with a
+                      code lbguard does not know
+                      listShort: CTyun's list-loadbalancer answers only one of the ids asked
                       regionListenersDenied: Volcengine refuses its listener lists without
                       a load balancer (AccessDenied), as a resource-scoped policy does
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
@@ -397,17 +400,19 @@ class Handler(BaseHTTPRequestHandler):
     def ctyun(self, op, url, q, raw):
         from ctyunsdk_elb20220909.apis import ctelb_show_load_balancer_api as show
         from ctyunsdk_elb20220909.apis import ctelb_list_listener_api as ls
+        if op == "list-loadbalancer":
+            return self.ctyun_list(q)
         lb = find("ctyun", q.get("elbID") or q.get("loadBalancerID"))
         if lb is None or q.get("regionID") != STATE["region"]:
-            return self.reply(200, {"statusCode": 900, "errorCode": "Elb.LoadBalancer.NotFound",
+            code = "Openapi.LoadBalancer.NotFound"
+            if STATE["fault"] == "otherNotFound":
+                code = "Elb.LoadBalancer.NotFound"
+            return self.reply(200, {"statusCode": 900, "errorCode": code,
                                     "message": "load balancer not found", "description": "负载均衡不存在",
                                     "returnObj": None})
         if op == "show-loadbalancer":
-            item = {"regionID": STATE["region"], "iD": lb["id"], "name": lb["id"],
-                    "vpcID": lb.get("vpcId") or "", "status": "ACTIVE", "adminStatus": "ACTIVE",
-                    "resourceType": "external" if lb.get("addressType") == "internet" else "internal"}
             body = {"statusCode": 800, "message": "success", "description": "成功",
-                    "errorCode": "SUCCESS", "returnObj": [item]}
+                    "errorCode": "SUCCESS", "returnObj": [self.ctyun_item(lb)]}
             check_ctyun(body, show.CtelbShowLoadBalancerResponse, show.CtelbShowLoadBalancerReturnObjResponse)
         else:
             items = [{"iD": f"listener-{l['port']}", "name": f"listener-{l['port']}",
@@ -417,6 +422,31 @@ class Handler(BaseHTTPRequestHandler):
             body = {"statusCode": 800, "message": "success", "description": "成功",
                     "errorCode": "SUCCESS", "returnObj": items}
             check_ctyun(body, ls.CtelbListListenerResponse, ls.CtelbListListenerReturnObjResponse)
+        return self.reply(200, body)
+
+    def ctyun_item(self, lb):
+        return {"regionID": STATE["region"], "iD": lb["id"], "name": lb["id"],
+                "vpcID": lb.get("vpcId") or "", "status": "ACTIVE", "adminStatus": "ACTIVE",
+                "resourceType": "external" if lb.get("addressType") == "internet" else "internal"}
+
+    def ctyun_list(self, q):
+        """list-loadbalancer by `iDs` (comma-separated), as the refresh's batches ask it. Not
+        paged; with the fault listShort it answers only the first id it has."""
+        from ctyunsdk_elb20220909.apis import ctelb_list_load_balancer_api as lst
+        fields = set(lst.CtelbListLoadBalancerRequest.__dataclass_fields__)
+        for key in q:
+            if key not in fields:
+                raise ModelError(f"CtelbListLoadBalancerRequest has no parameter {key}")
+        ids = [i for i in (q.get("iDs") or "").split(",") if i]
+        if not ids or len(ids) > 20:
+            raise ModelError(f"list-loadbalancer: {len(ids)} ids in iDs (the refresh asks 1 to 20)")
+        items = [self.ctyun_item(lb) for lb in lbs("ctyun")
+                 if lb["id"] in ids and q.get("regionID") == STATE["region"]]
+        if STATE["fault"] == "listShort":
+            items = items[:1]
+        body = {"statusCode": 800, "message": "success", "description": "成功",
+                "errorCode": "SUCCESS", "returnObj": items}
+        check_ctyun(body, lst.CtelbListLoadBalancerResponse, lst.CtelbListLoadBalancerReturnObjResponse)
         return self.reply(200, body)
 
     # ----- Alibaba -----
@@ -639,8 +669,8 @@ class Handler(BaseHTTPRequestHandler):
         if op == "ShowLoadBalancer":
             lb = find("huawei", parts[-1])
             if lb is None or not lb.get("v2"):
-                return self.reply(404, {"error_code": "ELB.1101", "request_id": "r",
-                                        "error_msg": f"loadbalancer {parts[-1]} could not be found"})
+                return self.reply(404, {"error_code": "ELB.9800", "request_id": "r",
+                                        "error_msg": "Resource could not be found."})
             item = {"id": lb["id"], "name": lb["id"], "description": "", "vip_subnet_id": "subnet-1",
                     "vip_address": "10.0.0.9", "provider": "vlb", "provisioning_status": "ACTIVE",
                     "operating_status": "ONLINE", "admin_state_up": True,
@@ -671,6 +701,10 @@ class Handler(BaseHTTPRequestHandler):
                 "Region": STATE["region"]}
         clb_ops = ("DescribeLoadBalancerAttributes", "DescribeListeners")
         if lb is None or (op in clb_ops) == nlb:
+            if STATE["fault"] == "otherNotFound":
+                # Volcengine publishes no not-found code: another spelling, another status.
+                return self.reply(400, {"ResponseMetadata": dict(meta, Error={
+                    "Code": "InvalidParameter.LoadBalancerId", "Message": "The LoadBalancerId is invalid."})})
             return self.reply(404, {"ResponseMetadata": dict(meta, Error={
                 "Code": "InvalidLoadBalancer.NotFound", "Message": "The specified load balancer does not exist."})})
         if op == "DescribeLoadBalancerAttributes":
