@@ -1391,43 +1391,95 @@ async fn a_batch_whose_listeners_cannot_all_be_read_leaves_no_partial_facts() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn ctyun_a_list_that_leaves_ids_out_costs_calls_not_facts() {
+async fn ctyun_a_list_that_leaves_ids_out_or_ignores_them_costs_calls_not_facts() {
     let Some(mock) = Mock::start(INV).await else {
         return;
     };
     let file = Snapshot::parse(INV, "inv.yaml").unwrap();
-    // list-loadbalancer has no paging and no total: a server that cut its answer short
-    // could not be told apart. It answers one of the four ids here.
-    mock.fault(Some("listShort"), 0.0).await;
     let creds = creds_dir(Provider::Ctyun, AK, SK);
-    let cloud = library_cloud(Provider::Ctyun, &mock, creds.path(), "    qps: 1000\n");
-    let named: std::collections::HashSet<String> = inv_ids(Provider::Ctyun).into_iter().collect();
+    let mut named: Vec<String> = inv_ids(Provider::Ctyun);
+    named.sort();
+    named.dedup();
     assert_eq!(named.len(), 4);
+    // list-loadbalancer has no paging and no total: a server that cut its answer short
+    // could not be told apart. Ids it leaves out are asked alone; an answer that names ids
+    // nobody asked about (the filter ignored: the region's list) is not used at all.
+    for (fault, asked, lists, alone) in [("listShort", 4, 1, 3), ("ignoreIds", 3, 1, 3)] {
+        mock.fault(Some(fault), 0.0).await;
+        let cloud = library_cloud(Provider::Ctyun, &mock, creds.path(), "    qps: 1000\n");
+        let named: std::collections::HashSet<String> = named[..asked].iter().cloned().collect();
+        mock.control("reset", json!({})).await;
+        cloud.refresh_round(&named).await;
+        let calls = mock.control("calls", json!({})).await;
+        let count = |op: &str| {
+            calls["byOperation"][format!("ctyun/{op}")]
+                .as_u64()
+                .unwrap_or(0)
+        };
+        assert_eq!(count("list-loadbalancer"), lists, "{fault}: {calls}");
+        assert_eq!(count("show-loadbalancer"), alone, "{fault}: {calls}");
+        assert_eq!(count("list-listener"), asked as u64, "{fault}: {calls}");
+        assert_eq!(cloud.snapshot().len(), asked, "{fault}");
+        for id in &named {
+            let fact = cloud
+                .snapshot()
+                .into_iter()
+                .find(|(i, _)| i == id)
+                .unwrap()
+                .1;
+            let lbguard::cloud::Fact::Found(got) = fact.as_ref() else {
+                panic!("{fault} {id}: {fact:?}");
+            };
+            let want = expressible(file.get(Provider::Ctyun, id).unwrap());
+            assert_eq!(sorted(got.clone()), sorted(want), "{fault} {id}");
+        }
+    }
+    // The region's list past the size lbguard reads (4 MiB): incomplete, each id alone.
+    mock.control(
+        "state",
+        json!({"loadBalancers": [], "region": REGION, "projectId": "p-1"}),
+    )
+    .await;
+    mock.control("bulk", json!({"provider": "ctyun", "count": 40000}))
+        .await;
+    let metrics = lbguard::cloud::CloudMetrics::default();
+    let cfg = lbguard::engine::parse_config(
+        &cloud_config(Provider::Ctyun, &mock, creds.path(), "    qps: 1000\n"),
+        "t",
+    )
+    .unwrap();
+    let cloud = lbguard::cloud::Cloud::new(
+        Provider::Ctyun,
+        &cfg.inventory.cloud,
+        None,
+        lbguard::cloud::creds::CredStore::load(Provider::Ctyun, Some(creds.path())).unwrap(),
+        mock.ca_pem.as_bytes(),
+        metrics.clone(),
+        1,
+    )
+    .unwrap();
+    let named: std::collections::HashSet<String> =
+        ["lb-bulk-7", "lb-bulk-39999"].map(String::from).into();
     mock.control("reset", json!({})).await;
     cloud.refresh_round(&named).await;
-    let calls = mock.control("calls", json!({})).await;
-    let count = |op: &str| {
-        calls["byOperation"][format!("ctyun/{op}")]
-            .as_u64()
-            .unwrap_or(0)
-    };
-    assert_eq!(count("list-loadbalancer"), 1, "{calls}");
-    // The three left out are asked alone, with the single-id call.
-    assert_eq!(count("show-loadbalancer"), 3, "{calls}");
-    assert_eq!(count("list-listener"), 4, "{calls}");
-    for id in &named {
-        let fact = cloud
+    assert_eq!(mock.calls("ctyun/list-loadbalancer").await, 1);
+    assert_eq!(mock.calls("ctyun/show-loadbalancer").await, 2);
+    assert!(
+        cloud
             .snapshot()
-            .into_iter()
-            .find(|(i, _)| i == id)
-            .unwrap()
-            .1;
-        let lbguard::cloud::Fact::Found(got) = fact.as_ref() else {
-            panic!("{id}: {fact:?}");
-        };
-        let want = expressible(file.get(Provider::Ctyun, id).unwrap());
-        assert_eq!(sorted(got.clone()), sorted(want), "{id}");
-    }
+            .iter()
+            .all(|(_, f)| matches!(f.as_ref(), lbguard::cloud::Fact::Found(_)))
+            && cloud.snapshot().len() == 2
+    );
+    let incomplete = metrics
+        .requests
+        .get_or_create(&lbguard::cloud::ApiLabels {
+            provider: "ctyun",
+            operation: "ListLoadBalancer",
+            result: "incomplete",
+        })
+        .get();
+    assert_eq!(incomplete, 1, "the answer too large to read is counted");
     mock.fault(None, 0.0).await;
     mock.assert_clean().await;
 }

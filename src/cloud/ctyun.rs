@@ -194,12 +194,19 @@ pub(crate) async fn fetch_many(
     };
     let mut lbs = Vec::new();
     for a in listed["returnObj"].as_array().into_iter().flatten() {
-        // Only the ids asked for: a list that ignored the filter names others too.
-        if let Some(id) = a["iD"]
+        let Some(id) = a["iD"]
             .as_str()
             .and_then(|id| ids.iter().find(|i| *i == id))
-            && !lbs.iter().any(|lb: &LoadBalancer| lb.id == *id)
-        {
+        else {
+            // A list that names others ignored the filter: the region's list, unpaged and
+            // so perhaps cut short. Each id is asked alone.
+            return Err(CloudError::Incomplete(format!(
+                "could not read {} load balancers from {} in one list: list-loadbalancer answered for ids it was not asked about",
+                ids.len(),
+                ids[0]
+            )));
+        };
+        if !lbs.iter().any(|lb: &LoadBalancer| lb.id == *id) {
             lbs.push(from_attrs(id, a));
         }
     }

@@ -144,7 +144,19 @@ impl Http {
             let body = Limited::new(resp.into_body(), MAX_BODY)
                 .collect()
                 .await
-                .map_err(|e| CloudError::Connect(format!("reading the answer: {e}")))?
+                .map_err(|e| {
+                    // An answer past the bound was not read whole: not a connection failure.
+                    if e.downcast_ref::<http_body_util::LengthLimitError>()
+                        .is_some()
+                    {
+                        CloudError::Incomplete(format!(
+                            "could not read the whole answer: it is larger than {} MiB",
+                            MAX_BODY >> 20
+                        ))
+                    } else {
+                        CloudError::Connect(format!("reading the answer: {e}"))
+                    }
+                })?
                 .to_bytes();
             Ok(Answer {
                 status,

@@ -13,13 +13,14 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"regionListenersDenied", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"regionListenersDenied", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token
                       (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
                       otherNotFound: Volcengine and CTyun answer a missing load balancer with a
                       code lbguard does not know
                       listShort: CTyun's list-loadbalancer answers only one of the ids asked
+                      ignoreIds: CTyun's list-loadbalancer answers the whole region
                       regionListenersDenied: Volcengine refuses its listener lists without
                       a load balancer (AccessDenied), as a resource-scoped policy does
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
@@ -431,7 +432,8 @@ class Handler(BaseHTTPRequestHandler):
 
     def ctyun_list(self, q):
         """list-loadbalancer by `iDs` (comma-separated), as the refresh's batches ask it. Not
-        paged; with the fault listShort it answers only the first id it has."""
+        paged; with the fault listShort it answers only the first id it has, with ignoreIds
+        every load balancer of the region."""
         from ctyunsdk_elb20220909.apis import ctelb_list_load_balancer_api as lst
         fields = set(lst.CtelbListLoadBalancerRequest.__dataclass_fields__)
         for key in q:
@@ -441,7 +443,8 @@ class Handler(BaseHTTPRequestHandler):
         if not ids or len(ids) > 20:
             raise ModelError(f"list-loadbalancer: {len(ids)} ids in iDs (the refresh asks 1 to 20)")
         items = [self.ctyun_item(lb) for lb in lbs("ctyun")
-                 if lb["id"] in ids and q.get("regionID") == STATE["region"]]
+                 if (lb["id"] in ids or STATE["fault"] == "ignoreIds")
+                 and q.get("regionID") == STATE["region"]]
         if STATE["fault"] == "listShort":
             items = items[:1]
         body = {"statusCode": 800, "message": "success", "description": "成功",
