@@ -1228,18 +1228,57 @@ fn library_cloud(
     creds: &std::path::Path,
     extra: &str,
 ) -> std::sync::Arc<lbguard::cloud::Cloud> {
+    metered_cloud(provider, mock, creds, extra).0
+}
+
+/// A cloud source in the library, and the metrics it counts into.
+fn metered_cloud(
+    provider: Provider,
+    mock: &Mock,
+    creds: &std::path::Path,
+    extra: &str,
+) -> (
+    std::sync::Arc<lbguard::cloud::Cloud>,
+    lbguard::cloud::CloudMetrics,
+) {
     let cfg =
         lbguard::engine::parse_config(&cloud_config(provider, mock, creds, extra), "t").unwrap();
-    lbguard::cloud::Cloud::new(
+    let metrics = lbguard::cloud::CloudMetrics::default();
+    let cloud = lbguard::cloud::Cloud::new(
         provider,
         &cfg.inventory.cloud,
         cfg.cluster.id.clone(),
         lbguard::cloud::creds::CredStore::load(provider, Some(creds)).unwrap(),
         mock.ca_pem.as_bytes(),
-        Default::default(),
+        metrics.clone(),
         1,
     )
-    .unwrap()
+    .unwrap();
+    (cloud, metrics)
+}
+
+/// How many calls to `provider`'s `op` the mock's `calls` answer counts.
+fn calls_to(calls: &Value, provider: impl std::fmt::Display, op: &str) -> u64 {
+    calls["byOperation"][format!("{provider}/{op}")]
+        .as_u64()
+        .unwrap_or(0)
+}
+
+/// How many requests `metrics` counted for `operation` with `result`.
+fn counted(
+    metrics: &lbguard::cloud::CloudMetrics,
+    provider: &'static str,
+    operation: &'static str,
+    result: &'static str,
+) -> u64 {
+    metrics
+        .requests
+        .get_or_create(&lbguard::cloud::ApiLabels {
+            provider,
+            operation,
+            result,
+        })
+        .get()
 }
 
 /// The ids of `provider` in [`INV`].
@@ -1305,11 +1344,7 @@ async fn the_refresh_reads_many_load_balancers_a_call_and_asks_for_the_unlisted_
         mock.control("reset", json!({})).await;
         cloud.refresh_round(&named).await;
         let calls = mock.control("calls", json!({})).await;
-        let count = |op: &str| {
-            calls["byOperation"][format!("{provider}/{op}")]
-                .as_u64()
-                .unwrap_or(0)
-        };
+        let count = |op: &str| calls_to(&calls, provider, op);
         for op in batch_ops {
             assert!(count(op) >= 1, "{provider}: no {op}: {calls}");
         }
@@ -1411,11 +1446,7 @@ async fn ctyun_a_list_that_leaves_ids_out_or_ignores_them_costs_calls_not_facts(
         mock.control("reset", json!({})).await;
         cloud.refresh_round(&named).await;
         let calls = mock.control("calls", json!({})).await;
-        let count = |op: &str| {
-            calls["byOperation"][format!("ctyun/{op}")]
-                .as_u64()
-                .unwrap_or(0)
-        };
+        let count = |op: &str| calls_to(&calls, "ctyun", op);
         assert_eq!(count("list-loadbalancer"), lists, "{fault}: {calls}");
         assert_eq!(count("show-loadbalancer"), alone, "{fault}: {calls}");
         assert_eq!(count("list-listener"), asked as u64, "{fault}: {calls}");
@@ -1442,22 +1473,7 @@ async fn ctyun_a_list_that_leaves_ids_out_or_ignores_them_costs_calls_not_facts(
     .await;
     mock.control("bulk", json!({"provider": "ctyun", "count": 40000}))
         .await;
-    let metrics = lbguard::cloud::CloudMetrics::default();
-    let cfg = lbguard::engine::parse_config(
-        &cloud_config(Provider::Ctyun, &mock, creds.path(), "    qps: 1000\n"),
-        "t",
-    )
-    .unwrap();
-    let cloud = lbguard::cloud::Cloud::new(
-        Provider::Ctyun,
-        &cfg.inventory.cloud,
-        None,
-        lbguard::cloud::creds::CredStore::load(Provider::Ctyun, Some(creds.path())).unwrap(),
-        mock.ca_pem.as_bytes(),
-        metrics.clone(),
-        1,
-    )
-    .unwrap();
+    let (cloud, metrics) = metered_cloud(Provider::Ctyun, &mock, creds.path(), "    qps: 1000\n");
     let named: std::collections::HashSet<String> =
         ["lb-bulk-7", "lb-bulk-39999"].map(String::from).into();
     mock.control("reset", json!({})).await;
@@ -1471,14 +1487,7 @@ async fn ctyun_a_list_that_leaves_ids_out_or_ignores_them_costs_calls_not_facts(
             .all(|(_, f)| matches!(f.as_ref(), lbguard::cloud::Fact::Found(_)))
             && cloud.snapshot().len() == 2
     );
-    let incomplete = metrics
-        .requests
-        .get_or_create(&lbguard::cloud::ApiLabels {
-            provider: "ctyun",
-            operation: "ListLoadBalancer",
-            result: "incomplete",
-        })
-        .get();
+    let incomplete = counted(&metrics, "ctyun", "ListLoadBalancer", "incomplete");
     assert_eq!(incomplete, 1, "the answer too large to read is counted");
     mock.fault(None, 0.0).await;
     mock.assert_clean().await;
@@ -1524,11 +1533,7 @@ async fn an_unplaced_error_says_gone_only_when_the_list_by_its_id_is_empty() {
                 "list-loadbalancer",
             ]
             .iter()
-            .map(|op| {
-                calls["byOperation"][format!("{provider}/{op}")]
-                    .as_u64()
-                    .unwrap_or(0)
-            })
+            .map(|op| calls_to(&calls, provider, op))
             .sum();
             let fact = cloud
                 .snapshot()
@@ -1606,11 +1611,7 @@ async fn volcengine_reads_the_regions_listeners_in_a_few_calls_not_one_per_load_
     mock.control("reset", json!({})).await;
     cloud.refresh_round(&named).await;
     let calls = mock.control("calls", json!({})).await;
-    let count = |op: &str| {
-        calls["byOperation"][format!("volcengine/{op}")]
-            .as_u64()
-            .unwrap_or(0)
-    };
+    let count = |op: &str| calls_to(&calls, "volcengine", op);
     // One list per load balancer made 44 listener calls; the region's lists make 5.
     assert_eq!(count("DescribeListeners"), 4, "{calls}");
     assert_eq!(count("DescribeNLBListeners"), 1, "{calls}");
@@ -1641,8 +1642,7 @@ async fn volcengine_reads_the_regions_listeners_in_a_few_calls_not_one_per_load_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn volcengine_region_listener_lists_that_cannot_be_read_to_their_end_fall_back_per_load_balancer()
- {
+async fn volcengine_region_listener_lists_that_cannot_be_used_fall_back_per_load_balancer() {
     let inv = volc_region();
     let Some(mock) = Mock::start(&inv).await else {
         return;
@@ -1652,118 +1652,54 @@ async fn volcengine_region_listener_lists_that_cannot_be_read_to_their_end_fall_
         .map(|i| format!("clb-r{i}"))
         .chain((0..4).map(|i| format!("nlb-r{i}")))
         .collect();
-    // The NLBs' list repeats its token; the CLBs' list takes more pages (40, one a page)
-    // than the calls it would save (20): each load balancer's own list is read instead.
-    mock.control("paging", json!({"size": 1})).await;
-    mock.fault(Some("loop"), 0.0).await;
-    let cfg = lbguard::engine::parse_config(
-        &cloud_config(Provider::Volcengine, &mock, creds.path(), "    qps: 1000\n"),
-        "t",
-    )
-    .unwrap();
-    let metrics = lbguard::cloud::CloudMetrics::default();
-    let cloud = lbguard::cloud::Cloud::new(
-        Provider::Volcengine,
-        &cfg.inventory.cloud,
-        None,
-        lbguard::cloud::creds::CredStore::load(Provider::Volcengine, Some(creds.path())).unwrap(),
-        mock.ca_pem.as_bytes(),
-        metrics.clone(),
-        1,
-    )
-    .unwrap();
-    mock.control("reset", json!({})).await;
-    cloud.refresh_round(&named).await;
-    let calls = mock.control("calls", json!({})).await;
-    let count = |op: &str| {
-        calls["byOperation"][format!("volcengine/{op}")]
-            .as_u64()
-            .unwrap_or(0)
-    };
-    // Region-wide: the CLBs' first page (40 pages are past the bound), the NLBs' two
-    // (the token repeats); then one list per load balancer.
-    assert_eq!(count("DescribeListeners"), 1 + 40, "{calls}");
-    assert_eq!(count("DescribeNLBListeners"), 2 + 4, "{calls}");
-    // No load balancer is stored with the listeners of the pages read before the loop.
-    assert_volc_region(&cloud, &inv);
-    let incomplete = metrics
-        .requests
-        .get_or_create(&lbguard::cloud::ApiLabels {
-            provider: "volcengine",
-            operation: "ListListeners",
-            result: "incomplete",
-        })
-        .get();
-    assert_eq!(
-        incomplete, 2,
-        "both region-wide lists counted as incomplete"
-    );
-    mock.fault(None, 0.0).await;
-    mock.assert_clean().await;
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn volcengine_region_listener_lists_refused_fall_back_per_load_balancer() {
-    let inv = volc_region();
-    let Some(mock) = Mock::start(&inv).await else {
-        return;
-    };
-    let creds = creds_dir(Provider::Volcengine, AK, SK);
-    let named: std::collections::HashSet<String> = (0..40)
-        .map(|i| format!("clb-r{i}"))
-        .chain((0..4).map(|i| format!("nlb-r{i}")))
-        .collect();
-    // A policy that grants the listener lists only with a LoadBalancerId: the region-wide
-    // lists are refused (AccessDenied), each load balancer's own list is not.
-    mock.fault(Some("regionListenersDenied"), 0.0).await;
-    let cfg = lbguard::engine::parse_config(
-        &cloud_config(Provider::Volcengine, &mock, creds.path(), "    qps: 1000\n"),
-        "t",
-    )
-    .unwrap();
-    let metrics = lbguard::cloud::CloudMetrics::default();
-    let cloud = lbguard::cloud::Cloud::new(
-        Provider::Volcengine,
-        &cfg.inventory.cloud,
-        None,
-        lbguard::cloud::creds::CredStore::load(Provider::Volcengine, Some(creds.path())).unwrap(),
-        mock.ca_pem.as_bytes(),
-        metrics.clone(),
-        1,
-    )
-    .unwrap();
-    mock.control("reset", json!({})).await;
-    cloud.refresh_round(&named).await;
-    let calls = mock.control("calls", json!({})).await;
-    let count = |op: &str| {
-        calls["byOperation"][format!("volcengine/{op}")]
-            .as_u64()
-            .unwrap_or(0)
-    };
-    // One refused region-wide call each (an auth error is not retried), then one list per
-    // load balancer.
-    assert_eq!(count("DescribeListeners"), 1 + 40, "{calls}");
-    assert_eq!(count("DescribeNLBListeners"), 1 + 4, "{calls}");
-    assert_volc_region(&cloud, &inv);
-    let refused = |operation: &'static str| {
-        metrics
-            .requests
-            .get_or_create(&lbguard::cloud::ApiLabels {
-                provider: "volcengine",
-                operation,
-                result: "auth_error",
-            })
-            .get()
-    };
-    assert_eq!(refused("DescribeListeners"), 1, "counted as refused");
-    assert_eq!(refused("DescribeNLBListeners"), 1, "counted as refused");
-    // The refusal is the region-wide list's alone: no fact says "not found" or is missing.
-    assert!(
-        cloud
-            .snapshot()
-            .iter()
-            .all(|(_, f)| matches!(f.as_ref(), lbguard::cloud::Fact::Found(_)))
-    );
+    type Counted = &'static [(&'static str, &'static str, u64)];
+    let cases: [(&str, u64, u64, u64, Counted); 2] = [
+        // The NLBs' list repeats its token (two pages); the CLBs' list takes more pages
+        // (40, one a page) than the calls it would save (20): one page. No load balancer
+        // is stored with the listeners of the pages read before.
+        ("loop", 1, 1, 2, &[("ListListeners", "incomplete", 2)]),
+        // A policy that grants the listener lists only with a LoadBalancerId: the
+        // region-wide lists are refused (AccessDenied, not retried).
+        (
+            "regionListenersDenied",
+            100,
+            1,
+            1,
+            &[
+                ("DescribeListeners", "auth_error", 1),
+                ("DescribeNLBListeners", "auth_error", 1),
+            ],
+        ),
+    ];
+    for (fault, page, clb_region, nlb_region, want) in cases {
+        mock.control("paging", json!({"size": page})).await;
+        mock.fault(Some(fault), 0.0).await;
+        let (cloud, metrics) =
+            metered_cloud(Provider::Volcengine, &mock, creds.path(), "    qps: 1000\n");
+        mock.control("reset", json!({})).await;
+        cloud.refresh_round(&named).await;
+        let calls = mock.control("calls", json!({})).await;
+        let count = |op: &str| calls_to(&calls, "volcengine", op);
+        // The region-wide calls, then one list per load balancer.
+        assert_eq!(
+            count("DescribeListeners"),
+            clb_region + 40,
+            "{fault}: {calls}"
+        );
+        assert_eq!(
+            count("DescribeNLBListeners"),
+            nlb_region + 4,
+            "{fault}: {calls}"
+        );
+        assert_volc_region(&cloud, &inv);
+        for (operation, result, n) in want {
+            assert_eq!(
+                counted(&metrics, "volcengine", operation, result),
+                *n,
+                "{fault}: {operation} {result}"
+            );
+        }
+    }
     mock.fault(None, 0.0).await;
     mock.assert_clean().await;
 }
