@@ -1435,6 +1435,60 @@ fn workload_identity_without_a_webhook_mounts_a_token_for_the_sts() {
     assert!(out["error"].as_str().is_some(), "{out}");
 }
 
+/// `inventory.cloud.caBundle` mounts a ConfigMap key read-only and names it in the config's
+/// `caFile`; nothing of it without the value.
+#[test]
+fn a_private_endpoints_ca_bundle_is_mounted_and_named_in_the_config() {
+    let r = render(json!({
+        "provider": "huawei",
+        "inventory": {"cloud": {"enabled": true, "region": "r", "endpoint": "https://elb.internal",
+            "existingSecret": "keys",
+            "caBundle": {"configMap": "corp-ca", "key": "bundle.pem"}}}
+    }));
+    every_object_parses(&r);
+    let d: Deployment = r.one("Deployment");
+    let spec = d.spec.unwrap().template.spec.unwrap();
+    let volume = spec
+        .volumes
+        .unwrap()
+        .into_iter()
+        .find(|v| v.name == "cloud-ca")
+        .expect("a cloud-ca volume");
+    let cm = volume.config_map.unwrap();
+    assert_eq!(cm.name, "corp-ca");
+    let items = cm.items.unwrap();
+    assert_eq!((items[0].key.as_str(), items[0].path.as_str()), ("bundle.pem", "bundle.pem"));
+    let mount = spec.containers[0]
+        .volume_mounts
+        .as_ref()
+        .unwrap()
+        .iter()
+        .find(|m| m.name == "cloud-ca")
+        .expect("mounted")
+        .clone();
+    assert_eq!(mount.read_only, Some(true));
+    let config = rendered_config(&r);
+    assert_eq!(
+        config.inventory.cloud.ca_file.as_deref(),
+        Some(format!("{}/bundle.pem", mount.mount_path).as_str())
+    );
+    // Without the value: no volume, no caFile.
+    let r = render(json!({
+        "provider": "huawei",
+        "inventory": {"cloud": {"enabled": true, "region": "r", "existingSecret": "keys"}}
+    }));
+    let d: Deployment = r.one("Deployment");
+    let spec = d.spec.unwrap().template.spec.unwrap();
+    assert!(spec.volumes.unwrap().iter().all(|v| v.name != "cloud-ca"));
+    assert_eq!(rendered_config(&r).inventory.cloud.ca_file, None);
+    // A key that is no file name is refused by the schema.
+    let out = helm(
+        "schema",
+        &json!({"inventory": {"cloud": {"caBundle": {"configMap": "c", "key": "../etc/passwd"}}}}),
+    );
+    assert!(out["error"].as_str().is_some(), "{out}");
+}
+
 /// `proxy.*` becomes HTTPS_PROXY and NO_PROXY in the pod (from a Secret when named), values
 /// lbguard's own reading accepts; nothing is set by default; a proxy lbguard cannot use is
 /// refused at install time.

@@ -652,6 +652,86 @@ async fn check_and_inventory_dump_ask_the_cloud() {
     mock.assert_clean().await;
 }
 
+/// `inventory.cloud.caFile`: a private endpoint's CA, trusted besides the system's roots, by
+/// the CLI and by `serve`; a file that cannot serve is refused with its path.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_private_endpoints_ca_file_is_trusted_besides_the_system_roots() {
+    let Some(mock) = Mock::start(INV).await else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let ca = dir.path().join("ca.pem");
+    std::fs::write(&ca, &mock.ca_pem).unwrap();
+    let empty = dir.path().join("empty.pem");
+    std::fs::write(&empty, "not a certificate\n").unwrap();
+    let dump = |ca_file: Option<&std::path::Path>| {
+        let config = dir.path().join("config.yaml");
+        let line = ca_file
+            .map(|f| format!("    caFile: {}\n", f.display()))
+            .unwrap_or_default();
+        std::fs::write(
+            &config,
+            format!(
+                "provider: alibaba\ninventory:\n  cloud:\n    region: {REGION}\n    endpoint: {}\n{line}",
+                mock.url
+            ),
+        )
+        .unwrap();
+        let out = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            .args(["inventory", "dump", "--config"])
+            .arg(&config)
+            .args(["--id", "lb-user-internet"])
+            .env_remove("SSL_CERT_FILE")
+            .env_remove("SSL_CERT_DIR")
+            .env("ALIBABA_CLOUD_ACCESS_KEY_ID", AK)
+            .env("ALIBABA_CLOUD_ACCESS_KEY_SECRET", SK)
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).to_string(),
+            String::from_utf8_lossy(&out.stderr).to_string(),
+        )
+    };
+    let (code, out, err) = dump(Some(&ca));
+    assert_eq!(code, Some(0), "{err}");
+    assert!(out.contains("lb-user-internet"), "{out}");
+    // The system's roots alone do not know the endpoint's CA.
+    let (code, _, err) = dump(None);
+    assert_eq!(code, Some(2), "{err}");
+    assert!(err.contains("certificate"), "{err}");
+    let (code, _, err) = dump(Some(&empty));
+    assert_eq!(code, Some(2));
+    assert!(
+        err.contains("inventory.cloud.caFile") && err.contains("holds no PEM certificate"),
+        "{err}"
+    );
+    let (code, _, err) = dump(Some(&dir.path().join("missing.pem")));
+    assert_eq!(code, Some(2));
+    assert!(err.contains("inventory.cloud.caFile: cannot read"), "{err}");
+
+    // serve: no roots from the test, the CA from the config.
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let config = cloud_config(
+        Provider::Alibaba,
+        &mock,
+        creds.path(),
+        &format!("    caFile: {}\n", ca.display()),
+    );
+    let s = TestServer::start_with(Start {
+        config: Box::leak(config.into_boxed_str()),
+        reload: Duration::from_millis(100),
+        ..Default::default()
+    })
+    .await;
+    let (allowed, text) = said(&s, Provider::Alibaba, "lb-typo").await;
+    assert!(
+        !allowed && text.contains("names no load balancer"),
+        "{text}"
+    );
+    mock.assert_clean().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_shared_elb_only_the_v2_api_knows_is_read_there() {
     let Some(mock) = Mock::start("loadBalancers: []").await else {

@@ -62,7 +62,10 @@ pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, St
     .map_err(|e| e.to_string())?;
     let proxy = crate::cloud::proxy::Proxy::from_env(&|n| std::env::var(n).ok())
         .map_err(|e| e.to_string())?;
-    let http = crate::cloud::http::Http::with_proxy(&[], proxy).map_err(|e| format!("{e:#}"))?;
+    let roots = crate::cloud::http::with_ca_file(&[], cfg.ca_file.as_deref())
+        .map_err(|e| format!("{e:#}"))?;
+    let http =
+        crate::cloud::http::Http::with_proxy(&roots, proxy).map_err(|e| format!("{e:#}"))?;
     Cloud::with_http(
         provider,
         cfg,

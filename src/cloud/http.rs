@@ -46,6 +46,30 @@ impl std::fmt::Debug for Http {
     }
 }
 
+/// The PEM CA certificates of `inventory.cloud.caFile`, appended to `roots`; an unreadable
+/// file, or one without a certificate, is refused with its path.
+pub fn with_ca_file(roots: &[u8], ca_file: Option<&str>) -> anyhow::Result<Vec<u8>> {
+    let mut all = roots.to_vec();
+    let Some(path) = ca_file else {
+        return Ok(all);
+    };
+    let pem = std::fs::read(path)
+        .map_err(|e| anyhow::anyhow!("inventory.cloud.caFile: cannot read {path}: {e}"))?;
+    let mut n = 0;
+    for cert in CertificateDer::pem_slice_iter(&pem) {
+        cert.map_err(|e| anyhow::anyhow!("inventory.cloud.caFile: {path}: {e}"))?;
+        n += 1;
+    }
+    if n == 0 {
+        anyhow::bail!(
+            "inventory.cloud.caFile: {path} holds no PEM certificate (-----BEGIN CERTIFICATE-----)"
+        );
+    }
+    all.push(b'\n');
+    all.extend(pem);
+    Ok(all)
+}
+
 impl Http {
     /// Trusts the system's roots (`SSL_CERT_FILE` and `SSL_CERT_DIR` override them, as for
     /// other tools) and any PEM certificates in `extra`.

@@ -359,7 +359,8 @@ fn start_cloud(
         }
         None => tracing::info!("cloud API calls go direct (no HTTPS_PROXY)"),
     }
-    let http = crate::cloud::http::Http::with_proxy(roots, proxy)
+    let roots = crate::cloud::http::with_ca_file(roots, cfg.ca_file.as_deref())?;
+    let http = crate::cloud::http::Http::with_proxy(&roots, proxy)
         .context("setting up the cloud API client")?;
     let cloud = crate::cloud::Cloud::with_http(
         provider,

@@ -435,6 +435,9 @@ pub struct CloudConfig {
     pub cache_size: u32,
     /// Where the credentials come from when `credentialsDir` is not set.
     pub credentials: CredentialsConfig,
+    /// A PEM file of CA certificates trusted for the cloud's APIs (load balancers, STS, IAM)
+    /// besides the system's: the CA of a private endpoint. Read at start.
+    pub ca_file: Option<String>,
 }
 
 /// `inventory.cloud.credentials`: which of the cloud SDK's credential providers lbguard uses.
@@ -492,6 +495,7 @@ impl Default for CloudConfig {
             on_error: OnCloudError::Warn,
             cache_size: 10_000,
             credentials: CredentialsConfig::default(),
+            ca_file: None,
         }
     }
 }
@@ -690,6 +694,12 @@ impl Config {
             problems.push(format!(
                 "inventory.cloud.credentials.metadataEndpoint: \"{u}\" is not an http(s) URL"
             ));
+        }
+        if cloud.ca_file.as_deref().is_some_and(|f| f.trim().is_empty()) {
+            problems.push(
+                "inventory.cloud.caFile: empty; name a PEM file of CA certificates, or leave it out"
+                    .into(),
+            );
         }
         if let Some(e) = &cloud.endpoint
             && !(e.starts_with("https://") && e.len() > "https://".len())

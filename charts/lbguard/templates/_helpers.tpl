@@ -74,9 +74,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{- with .Values.inventory.cloud -}}
 {{- if .enabled -}}
-{{- $cloud := omit . "existingSecret" "credentials" -}}
+{{- $cloud := omit . "existingSecret" "credentials" "caBundle" -}}
 {{- if .existingSecret -}}
 {{- $_ := set $cloud "credentialsDir" "/etc/lbguard/cloud" -}}
+{{- end -}}
+{{- if .caBundle.configMap -}}
+{{- $_ := set $cloud "caFile" (printf "/etc/lbguard/cloud-ca/%s" .caBundle.key) -}}
 {{- end -}}
 {{- $_ := set $cloud "credentials" (pick .credentials "source" "stsEndpoint" "iamEndpoint" "metadataEndpoint") -}}
 {{- $_ := set $config.inventory "cloud" $cloud -}}
