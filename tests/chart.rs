@@ -1457,7 +1457,10 @@ fn a_private_endpoints_ca_bundle_is_mounted_and_named_in_the_config() {
     let cm = volume.config_map.unwrap();
     assert_eq!(cm.name, "corp-ca");
     let items = cm.items.unwrap();
-    assert_eq!((items[0].key.as_str(), items[0].path.as_str()), ("bundle.pem", "bundle.pem"));
+    assert_eq!(
+        (items[0].key.as_str(), items[0].path.as_str()),
+        ("bundle.pem", "bundle.pem")
+    );
     let mount = spec.containers[0]
         .volume_mounts
         .as_ref()

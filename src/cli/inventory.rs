@@ -64,8 +64,7 @@ pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, St
         .map_err(|e| e.to_string())?;
     let roots = crate::cloud::http::with_ca_file(&[], cfg.ca_file.as_deref())
         .map_err(|e| format!("{e:#}"))?;
-    let http =
-        crate::cloud::http::Http::with_proxy(&roots, proxy).map_err(|e| format!("{e:#}"))?;
+    let http = crate::cloud::http::Http::with_proxy(&roots, proxy).map_err(|e| format!("{e:#}"))?;
     Cloud::with_http(
         provider,
         cfg,

@@ -695,7 +695,11 @@ impl Config {
                 "inventory.cloud.credentials.metadataEndpoint: \"{u}\" is not an http(s) URL"
             ));
         }
-        if cloud.ca_file.as_deref().is_some_and(|f| f.trim().is_empty()) {
+        if cloud
+            .ca_file
+            .as_deref()
+            .is_some_and(|f| f.trim().is_empty())
+        {
             problems.push(
                 "inventory.cloud.caFile: empty; name a PEM file of CA certificates, or leave it out"
                     .into(),
