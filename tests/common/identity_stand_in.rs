@@ -33,11 +33,11 @@ pub struct StandIn {
     client: Client,
     pub ca_pem: String,
     pub ca_file: std::path::PathBuf,
-    /// `https://localhost:<port>`
+    /// `https://localhost:<port>` (or the host's IP)
     pub sts: String,
-    /// `localhost:<port>`, as the SDKs' variables name an STS host.
+    /// `localhost:<port>` (or the host's IP), as the SDKs' variables name an STS host.
     pub sts_host: String,
-    /// `http://127.0.0.1:<port>`
+    /// `http://127.0.0.1:<port>` (or the host's IP)
     pub metadata: String,
     pub dir: tempfile::TempDir,
 }
@@ -52,6 +52,12 @@ impl Drop for StandIn {
 impl StandIn {
     /// `None` (the test says why and passes) without the SDKs; under `CI=true` a failure.
     pub async fn start() -> Option<Self> {
+        Self::start_on(None).await
+    }
+
+    /// Listening on `host` (an IP, e.g. the test node's bridge, where pods reach it) and
+    /// named by it in its URLs and certificate; loopback when `None`.
+    pub async fn start_on(host: Option<std::net::IpAddr>) -> Option<Self> {
         if !sdks_present() {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -61,7 +67,9 @@ impl StandIn {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
-        let certs = lbguard::server::devcert::generate(&["localhost", "127.0.0.1"]).unwrap();
+        let ip = host.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+        let ip_name = ip.to_string();
+        let certs = lbguard::server::devcert::generate(&["localhost", &ip_name]).unwrap();
         let (cert, key) = write_pair(dir.path(), &certs);
         let ca_file = dir.path().join("ca.pem");
         std::fs::write(&ca_file, &certs.ca_pem).unwrap();
@@ -71,6 +79,8 @@ impl StandIn {
             .arg(&cert)
             .arg("--key")
             .arg(&key)
+            .arg("--host")
+            .arg(&ip_name)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
@@ -93,17 +103,18 @@ impl StandIn {
         let [sts, metadata] = ports[..] else {
             panic!("the stand-ins said {line:?}");
         };
+        let name = match host {
+            Some(ip) => std::net::SocketAddr::from((ip, sts)).to_string(),
+            None => format!("localhost:{sts}"),
+        };
         Some(Self {
             child,
-            client: Client::new(
-                &certs.ca_pem,
-                std::net::SocketAddr::from(([127, 0, 0, 1], sts)),
-            ),
+            client: Client::new(&certs.ca_pem, std::net::SocketAddr::from((ip, sts))),
             ca_pem: certs.ca_pem,
             ca_file,
-            sts: format!("https://localhost:{sts}"),
-            sts_host: format!("localhost:{sts}"),
-            metadata: format!("http://127.0.0.1:{metadata}"),
+            sts: format!("https://{name}"),
+            sts_host: name,
+            metadata: format!("http://{}", std::net::SocketAddr::from((ip, metadata))),
             dir,
         })
     }

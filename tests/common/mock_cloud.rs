@@ -44,7 +44,14 @@ impl Drop for Mock {
 }
 
 impl Mock {
+    /// On loopback, as `https://localhost:<port>`.
     pub async fn start(inventory: &str) -> Option<Self> {
+        Self::start_on(inventory, None).await
+    }
+
+    /// Listening on `host` (an IP, e.g. the test node's bridge, where pods reach it) and
+    /// named by it in its URL and certificate; loopback when `None`.
+    pub async fn start_on(inventory: &str, host: Option<std::net::IpAddr>) -> Option<Self> {
         if !sdks_present() {
             assert!(
                 std::env::var("CI").as_deref() != Ok("true"),
@@ -56,11 +63,15 @@ impl Mock {
             return None;
         }
         let dir = tempfile::tempdir().unwrap();
+        let ip = host.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
+        let ip_name = ip.to_string();
         let certs =
-            lbguard::server::devcert::generate(&["localhost", "127.0.0.1", TUNNEL_NAME]).unwrap();
+            lbguard::server::devcert::generate(&["localhost", &ip_name, TUNNEL_NAME]).unwrap();
         let (cert, key) = super::write_pair(dir.path(), &certs);
         let mut child = Command::new("python3")
             .arg(MOCK)
+            .arg("--host")
+            .arg(&ip_name)
             .arg("--cert")
             .arg(&cert)
             .arg("--key")
@@ -83,12 +94,15 @@ impl Mock {
             .strip_prefix("port ")
             .and_then(|p| p.parse().ok())
             .unwrap_or_else(|| panic!("mock cloud said {line:?}"));
-        let addr = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+        let addr = std::net::SocketAddr::from((ip, port));
         let mock = Self {
             child,
             client: Client::new(&certs.ca_pem, addr),
             ca_pem: certs.ca_pem,
-            url: format!("https://localhost:{port}"),
+            url: match host {
+                Some(ip) => format!("https://{}", std::net::SocketAddr::from((ip, port))),
+                None => format!("https://localhost:{port}"),
+            },
             dir,
         };
         mock.control("creds", json!({"ak": AK, "sk": SK})).await;

@@ -1,6 +1,6 @@
 //! On a real node (`../shared/node`): the image built from the Dockerfile, run by hand with
-//! podman and as the chart's pods, the chart installed with Helm's SDK, and the book's
-//! tutorial run as written.
+//! podman and as the chart's pods, the chart installed with Helm's SDK (also with the cloud
+//! source and workload identity), and the book's tutorial run as written.
 //!
 //! `scripts/test` builds the image, starts the node, loads the image into it and runs
 //! `cargo test --test e2e -- --node`, with `LBGUARD_IMAGE` (the image podman built) and
@@ -11,6 +11,7 @@
 //! Cargo.toml, survives.)
 
 mod chart;
+mod cloud;
 mod image;
 mod tutorial;
 
@@ -127,6 +128,7 @@ fn cases() -> Vec<(&'static str, Case)> {
         "image_run_by_hand" => image::by_hand,
         "chart_with_a_secret_certificate" => chart::secret_mode,
         "chart_generated_certificate_drain_upgrade_uninstall" => chart::generate_mode,
+        "chart_cloud_workload_identity" => cloud::workload_identity,
         "tutorial_runs_as_written" => tutorial::run,
     ]
 }
