@@ -69,6 +69,14 @@ async fn server(config: String, mock: &Mock) -> TestServer {
     .await
 }
 
+/// `serve` with `provider`'s cloud source on the mock, an access key in a directory of its
+/// own (kept while the server runs) and `extra` config lines under `inventory.cloud`.
+async fn serving(provider: Provider, mock: &Mock, extra: &str) -> (TestServer, tempfile::TempDir) {
+    let creds = creds_dir(provider, AK, SK);
+    let s = server(cloud_config(provider, mock, creds.path(), extra), mock).await;
+    (s, creds)
+}
+
 /// A CREATE of `name` naming load balancer `id`, with more annotations and one port.
 fn create(provider: Provider, name: &str, id: &str, extra: &[(&str, &str)], port: i64) -> Value {
     let cat = lbguard::providers::catalog(provider);
@@ -343,12 +351,7 @@ async fn failures_follow_on_error_and_name_the_load_balancer_and_the_cause() {
         mock.fault(None, 0.0).await;
     }
     // The slow call went on after the admission gave up: its answer is cached.
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let s = server(
-        cloud_config(Provider::Alibaba, &mock, creds.path(), "    timeout: 1s\n"),
-        &mock,
-    )
-    .await;
+    let (s, _creds) = serving(Provider::Alibaba, &mock, "    timeout: 1s\n").await;
     mock.fault(Some("slow"), 2.0).await;
     let review = create(Provider::Alibaba, "web", "lb-intranet", &[], 8080);
     let (allowed, warnings, _) = warned(&s, &review).await;
@@ -387,12 +390,7 @@ async fn fifty_concurrent_admissions_for_one_new_load_balancer_make_one_call() {
     let Some(mock) = Mock::start(INV).await else {
         return;
     };
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let s = server(
-        cloud_config(Provider::Alibaba, &mock, creds.path(), ""),
-        &mock,
-    )
-    .await;
+    let (s, _creds) = serving(Provider::Alibaba, &mock, "").await;
     let client = s.client();
     let mut tasks = Vec::new();
     for i in 0..50 {
@@ -438,12 +436,7 @@ async fn the_refresh_sees_a_listener_added_at_the_cloud() {
     let Some(mock) = Mock::start(INV).await else {
         return;
     };
-    let creds = creds_dir(Provider::Ctyun, AK, SK);
-    let s = server(
-        cloud_config(Provider::Ctyun, &mock, creds.path(), "    refresh: 1s\n"),
-        &mock,
-    )
-    .await;
+    let (s, _creds) = serving(Provider::Ctyun, &mock, "    refresh: 1s\n").await;
     let first = create(Provider::Ctyun, "web", "lb-user-intranet", &[], 9090);
     let (allowed, _, m) = warned(&s, &first).await;
     assert!(allowed, "{m}");
@@ -477,12 +470,7 @@ async fn rotated_credentials_are_picked_up_while_serving() {
     let Some(mock) = Mock::start(INV).await else {
         return;
     };
-    let creds = creds_dir(Provider::Huawei, AK, SK);
-    let s = server(
-        cloud_config(Provider::Huawei, &mock, creds.path(), ""),
-        &mock,
-    )
-    .await;
+    let (s, creds) = serving(Provider::Huawei, &mock, "").await;
     let review = |id: &str| create(Provider::Huawei, "web", id, &[], 8080);
     let (allowed, _, m) = warned(&s, &review("elb-ccm")).await;
     assert!(!allowed && m.contains("[reuse-user-created-only]"), "{m}");
@@ -795,9 +783,8 @@ async fn an_html_404_is_an_error_and_never_a_missing_load_balancer() {
     };
     mock.fault(Some("html404"), 0.0).await;
     for provider in ALL {
-        let creds = creds_dir(provider, AK, SK);
         let extra = "    timeout: 1s\n    onError: deny\n";
-        let s = server(cloud_config(provider, &mock, creds.path(), extra), &mock).await;
+        let (s, _creds) = serving(provider, &mock, extra).await;
         let (allowed, text) = said(&s, provider, "lb-behind-a-proxy").await;
         assert!(!allowed, "{provider}: {text}");
         assert!(
@@ -878,15 +865,10 @@ async fn listeners_that_cannot_all_be_read_answer_under_on_error() {
     let Some(mock) = Mock::start(&inv).await else {
         return;
     };
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let s = server(
-        cloud_config(
-            Provider::Alibaba,
-            &mock,
-            creds.path(),
-            "    timeout: 3s\n    onError: deny\n    qps: 1000\n",
-        ),
+    let (s, _creds) = serving(
+        Provider::Alibaba,
         &mock,
+        "    timeout: 3s\n    onError: deny\n    qps: 1000\n",
     )
     .await;
     // Past the bound (the mock serves one listener a page): incomplete, never a silent cut.
@@ -914,15 +896,10 @@ async fn an_admission_without_a_rate_limit_token_is_answered_at_once() {
     let Some(mock) = Mock::start(INV).await else {
         return;
     };
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let s = server(
-        cloud_config(
-            Provider::Alibaba,
-            &mock,
-            creds.path(),
-            "    qps: 1\n    timeout: 1500ms\n",
-        ),
+    let (s, _creds) = serving(
+        Provider::Alibaba,
         &mock,
+        "    qps: 1\n    timeout: 1500ms\n",
     )
     .await;
     let mut tasks = Vec::new();
@@ -1013,15 +990,10 @@ async fn a_flood_of_random_ids_leaves_a_bounded_cache_and_no_background_calls() 
     let Some(mock) = Mock::start(INV).await else {
         return;
     };
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let s = server(
-        cloud_config(
-            Provider::Alibaba,
-            &mock,
-            creds.path(),
-            "    qps: 10000\n    refresh: 1s\n    cacheSize: 300\n",
-        ),
+    let (s, _creds) = serving(
+        Provider::Alibaba,
         &mock,
+        "    qps: 10000\n    refresh: 1s\n    cacheSize: 300\n",
     )
     .await;
     // 1,000 admissions, each naming an id nobody has, 8 at a time.
@@ -1067,12 +1039,7 @@ async fn metrics_count_the_outcome_and_a_vanished_listener_list_is_no_empty_one(
         return;
     };
     // CTyun says "not found" inside an HTTP 200: counted as not_found, not ok.
-    let creds = creds_dir(Provider::Ctyun, AK, SK);
-    let s = server(
-        cloud_config(Provider::Ctyun, &mock, creds.path(), ""),
-        &mock,
-    )
-    .await;
+    let (s, _creds) = serving(Provider::Ctyun, &mock, "").await;
     let (allowed, text) = said(&s, Provider::Ctyun, "lb-typo").await;
     assert!(!allowed && text.contains("[lb-exists]"), "{text}");
     let m = s.metrics_text().await;
@@ -1081,12 +1048,7 @@ async fn metrics_count_the_outcome_and_a_vanished_listener_list_is_no_empty_one(
         "{m}"
     );
     // Alibaba throttles with an HTTP 400: counted as throttled, not error.
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let s = server(
-        cloud_config(Provider::Alibaba, &mock, creds.path(), "    timeout: 1s\n"),
-        &mock,
-    )
-    .await;
+    let (s, _creds) = serving(Provider::Alibaba, &mock, "    timeout: 1s\n").await;
     mock.fault(Some("throttle"), 0.0).await;
     let (allowed, text) = said(&s, Provider::Alibaba, "lb-intranet").await;
     assert!(allowed && text.contains("throttled"), "{text}");
@@ -1098,12 +1060,7 @@ async fn metrics_count_the_outcome_and_a_vanished_listener_list_is_no_empty_one(
     // Huawei's listener list answers "not found" for an ELB just read: no answer, not an
     // ELB without listeners.
     mock.fault(Some("listeners404"), 0.0).await;
-    let creds = creds_dir(Provider::Huawei, AK, SK);
-    let s = server(
-        cloud_config(Provider::Huawei, &mock, creds.path(), "    onError: deny\n"),
-        &mock,
-    )
-    .await;
+    let (s, _creds) = serving(Provider::Huawei, &mock, "    onError: deny\n").await;
     let (allowed, text) = said(&s, Provider::Huawei, "elb-1").await;
     assert!(
         !allowed && text.contains("could not read all listeners of elb-1"),
@@ -1118,12 +1075,7 @@ async fn the_stale_facts_gauge_moves_while_a_refresh_round_hangs() {
     let Some(mock) = Mock::start(INV).await else {
         return;
     };
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let s = server(
-        cloud_config(Provider::Alibaba, &mock, creds.path(), "    refresh: 1s\n"),
-        &mock,
-    )
-    .await;
+    let (s, _creds) = serving(Provider::Alibaba, &mock, "    refresh: 1s\n").await;
     let (allowed, text) = said(&s, Provider::Alibaba, "lb-intranet").await;
     assert!(!allowed && text.contains("[address-type-match]"), "{text}");
     // The cloud stops answering: the next round hangs on its first call.
