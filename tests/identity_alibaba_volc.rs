@@ -297,7 +297,7 @@ async fn credentials_are_renewed_before_expiry_with_the_rotated_token_and_the_la
         stand_in
             .control("config", json!({"rotate": true, "lifetime": 4}))
             .await;
-        let file = stand_in.dir.path().join(format!("{key}-token"));
+        let file = stand_in.dir().join(format!("{key}-token"));
         std::fs::write(&file, "token-A").unwrap();
         let env = sts_env(provider, &stand_in, &file.display().to_string());
         let (creds, _) = store(provider, &config(provider, "https://x", "{}"), &env);
@@ -415,7 +415,7 @@ async fn a_failing_sts_or_metadata_service_is_a_credentials_error_with_its_cause
         return;
     };
     let http = Http::new(stand_in.ca_pem.as_bytes()).unwrap();
-    let file = stand_in.dir.path().join("token");
+    let file = stand_in.dir().join("token");
     std::fs::write(&file, TOKEN).unwrap();
     let path = file.display().to_string();
     let closed = {
@@ -518,7 +518,7 @@ async fn the_sts_stand_in_takes_any_service_account_token_and_says_what_it_got()
     stand_in
         .control("config", json!({"token": "jwt", "roleArn": ROLE_ARN}))
         .await;
-    let file = stand_in.dir.path().join("token");
+    let file = stand_in.dir().join("token");
     for (token, ok) in [(TOKEN, true), ("opaque-token", false), ("a.b", false)] {
         std::fs::write(&file, token).unwrap();
         let env = sts_env(Provider::Alibaba, &stand_in, &file.display().to_string());

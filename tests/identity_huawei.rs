@@ -37,7 +37,7 @@ fn oidc(id: &IdentityHuawei) -> Vars {
         ),
         (
             "HUAWEICLOUD_OIDC_TOKEN_FILE",
-            id.dir.path().join("oidc-token").display().to_string(),
+            id.dir().join("oidc-token").display().to_string(),
         ),
         ("HUAWEICLOUD_SDK_STS_ENDPOINT", id.https.clone()),
         ("HUAWEICLOUD_SDK_PROJECT_ID", "p-1".into()),
@@ -49,7 +49,7 @@ fn federated(id: &IdentityHuawei) -> Vars {
         ("HUAWEICLOUD_SDK_IDP_ID", "cce-idp".into()),
         (
             "HUAWEICLOUD_SDK_ID_TOKEN_FILE",
-            id.dir.path().join("oidc-token").display().to_string(),
+            id.dir().join("oidc-token").display().to_string(),
         ),
         ("HUAWEICLOUD_SDK_IAM_ENDPOINT", id.https.clone()),
         ("HUAWEICLOUD_SDK_PROJECT_ID", "p-1".into()),
@@ -64,7 +64,7 @@ fn pod(id: &IdentityHuawei) -> Vars {
         ),
         (
             "HC_CONTAINER_AUTHORIZATION_TOKEN_FILE",
-            id.dir.path().join("pod-token").display().to_string(),
+            id.dir().join("pod-token").display().to_string(),
         ),
         ("HUAWEICLOUD_SDK_PROJECT_ID", "p-1".into()),
     ]

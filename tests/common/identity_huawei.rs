@@ -2,13 +2,12 @@
 //! IAM over HTTPS with a certificate made here, the metadata service and pod identity over
 //! plain HTTP, all on loopback.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{Client, write_pair};
+use crate::common::Client;
+use crate::common::python::Process;
 
 const STAND_IN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -20,21 +19,13 @@ const SDK_CHECK: &str = concat!(
 );
 
 pub struct IdentityHuawei {
-    child: Child,
+    process: Process,
     client: Client,
     pub ca_pem: String,
     /// `https://localhost:N`: STS and IAM.
     pub https: String,
     /// `http://127.0.0.1:N`: the metadata service and pod identity.
     pub http: String,
-    pub dir: tempfile::TempDir,
-}
-
-impl Drop for IdentityHuawei {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// huaweicloudsdkcore and the STS and IAM models are installed (scripts/test installs them);
@@ -62,56 +53,35 @@ impl IdentityHuawei {
         if !sdk_present() {
             return None;
         }
-        let dir = tempfile::tempdir().unwrap();
-        let certs = lbguard::server::devcert::generate(&["localhost", "127.0.0.1"]).unwrap();
-        let (cert, key) = write_pair(dir.path(), &certs);
-        std::fs::write(dir.path().join("ca.pem"), &certs.ca_pem).unwrap();
-        let mut child = Command::new("python3")
-            .arg(STAND_IN)
-            .arg("--cert")
-            .arg(&cert)
-            .arg("--key")
-            .arg(&key)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the identity stand-in");
-        let stdout = child.stdout.take().unwrap();
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        });
-        let line = tokio::time::timeout(Duration::from_secs(30), line)
-            .await
-            .expect("the identity stand-in starts within 30 s")
-            .unwrap()
-            .unwrap();
-        let ports: Vec<u16> = line
-            .trim()
-            .strip_prefix("ports ")
-            .map(|p| p.split(' ').filter_map(|n| n.parse().ok()).collect())
-            .unwrap_or_default();
-        let [https, http] = ports[..] else {
-            panic!("the identity stand-in said {line:?}");
+        let ip = std::net::IpAddr::from([127, 0, 0, 1]);
+        let process = Process::start(STAND_IN, ip, &[], &[]).await;
+        let [https, http] = process.ports[..] else {
+            panic!("the identity stand-in said {:?}", process.ports);
         };
+        std::fs::write(process.dir.path().join("ca.pem"), &process.certs.ca_pem).unwrap();
         let me = Self {
-            child,
             client: Client::new(
-                &certs.ca_pem,
-                std::net::SocketAddr::from(([127, 0, 0, 1], https)),
+                &process.certs.ca_pem,
+                std::net::SocketAddr::from((ip, https)),
             ),
-            ca_pem: certs.ca_pem,
+            ca_pem: process.certs.ca_pem.clone(),
             https: format!("https://localhost:{https}"),
             http: format!("http://127.0.0.1:{http}"),
-            dir,
+            process,
         };
         me.write("oidc-token", "id-token-1");
         me.write("pod-token", "pod-token-1");
         Some(me)
     }
 
+    /// The stand-in's own directory (its certificate, and the tokens a test writes).
+    pub fn dir(&self) -> &std::path::Path {
+        self.process.dir.path()
+    }
+
     /// Writes a file in the stand-in's directory (a token the kubelet would project).
     pub fn write(&self, name: &str, text: &str) -> String {
-        let path = self.dir.path().join(name);
+        let path = self.dir().join(name);
         std::fs::write(&path, text).unwrap();
         path.display().to_string()
     }
@@ -143,9 +113,9 @@ impl IdentityHuawei {
             .arg("--http")
             .arg(&self.http)
             .arg("--ca")
-            .arg(self.dir.path().join("ca.pem"))
+            .arg(self.dir().join("ca.pem"))
             .arg("--dir")
-            .arg(self.dir.path())
+            .arg(self.dir())
             .output()
             .unwrap();
         assert!(

@@ -3,13 +3,12 @@
 //! HTTP, both on loopback; and the clouds' own credential providers run against them
 //! (tests/cloud/identity_sdk.py). Included with `#[path]` next to `mod common;`.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use serde_json::Value;
 
-use crate::common::{Client, write_pair};
+use crate::common::Client;
+use crate::common::python::Process;
 
 const STAND_IN: &str = concat!(
     env!("CARGO_MANIFEST_DIR"),
@@ -29,7 +28,7 @@ pub fn sdks_present() -> bool {
 }
 
 pub struct StandIn {
-    child: Child,
+    process: Process,
     client: Client,
     pub ca_pem: String,
     pub ca_file: std::path::PathBuf,
@@ -39,14 +38,6 @@ pub struct StandIn {
     pub sts_host: String,
     /// `http://127.0.0.1:<port>` (or the host's IP)
     pub metadata: String,
-    pub dir: tempfile::TempDir,
-}
-
-impl Drop for StandIn {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl StandIn {
@@ -66,57 +57,32 @@ impl StandIn {
             eprintln!("identity stand-ins: not run: the clouds' Python SDKs are not installed");
             return None;
         }
-        let dir = tempfile::tempdir().unwrap();
         let ip = host.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
         let ip_name = ip.to_string();
-        let certs = lbguard::server::devcert::generate(&["localhost", &ip_name]).unwrap();
-        let (cert, key) = write_pair(dir.path(), &certs);
-        let ca_file = dir.path().join("ca.pem");
-        std::fs::write(&ca_file, &certs.ca_pem).unwrap();
-        let mut child = Command::new("python3")
-            .arg(STAND_IN)
-            .arg("--cert")
-            .arg(&cert)
-            .arg("--key")
-            .arg(&key)
-            .arg("--host")
-            .arg(&ip_name)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the identity stand-ins");
-        let stdout = child.stdout.take().unwrap();
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        });
-        let line = tokio::time::timeout(Duration::from_secs(60), line)
-            .await
-            .expect("the stand-ins start within 60 s")
-            .unwrap()
-            .unwrap();
-        let ports: Vec<u16> = line
-            .trim()
-            .strip_prefix("ports ")
-            .map(|p| p.split(' ').filter_map(|n| n.parse().ok()).collect())
-            .unwrap_or_default();
-        let [sts, metadata] = ports[..] else {
-            panic!("the stand-ins said {line:?}");
+        let process = Process::start(STAND_IN, ip, &[], &["--host", &ip_name]).await;
+        let [sts, metadata] = process.ports[..] else {
+            panic!("the stand-ins said {:?}", process.ports);
         };
+        let ca_file = process.dir.path().join("ca.pem");
+        std::fs::write(&ca_file, &process.certs.ca_pem).unwrap();
         let name = match host {
             Some(ip) => std::net::SocketAddr::from((ip, sts)).to_string(),
             None => format!("localhost:{sts}"),
         };
         Some(Self {
-            child,
-            client: Client::new(&certs.ca_pem, std::net::SocketAddr::from((ip, sts))),
-            ca_pem: certs.ca_pem,
+            client: Client::new(&process.certs.ca_pem, std::net::SocketAddr::from((ip, sts))),
+            ca_pem: process.certs.ca_pem.clone(),
             ca_file,
             sts: format!("https://{name}"),
             sts_host: name,
             metadata: format!("http://{}", std::net::SocketAddr::from((ip, metadata))),
-            dir,
+            process,
         })
+    }
+
+    /// The stand-in's own directory (its certificate, and the tokens a test writes).
+    pub fn dir(&self) -> &std::path::Path {
+        self.process.dir.path()
     }
 
     /// POST /_sts/<what>.
@@ -138,7 +104,7 @@ impl StandIn {
             .arg(case)
             .env_clear()
             .env("PATH", std::env::var("PATH").unwrap_or_default())
-            .env("HOME", self.dir.path())
+            .env("HOME", self.dir())
             .env("IDENTITY_CA", &self.ca_file)
             .env("IDENTITY_STS", &self.sts_host)
             .env(

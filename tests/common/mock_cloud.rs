@@ -1,13 +1,12 @@
 //! The mock cloud (tests/cloud/mock.py) as a test helper: started on a free port with its
 //! own certificate, loaded with load balancers in the inventory file's format.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
+use std::process::Command;
 
 use serde_json::{Value, json};
 
 use super::Client;
+use super::python::Process;
 
 const MOCK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/cloud/mock.py");
 pub const REGION: &str = "region-1";
@@ -29,18 +28,10 @@ pub fn sdks_present() -> bool {
 /// The mock cloud, or `None` (the test says why and passes) when the SDKs are not installed;
 /// under `CI=true` that is a failure.
 pub struct Mock {
-    child: Child,
+    _process: Process,
     client: Client,
     pub ca_pem: String,
     pub url: String,
-    pub dir: tempfile::TempDir,
-}
-
-impl Drop for Mock {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 impl Mock {
@@ -62,48 +53,21 @@ impl Mock {
             );
             return None;
         }
-        let dir = tempfile::tempdir().unwrap();
         let ip = host.unwrap_or(std::net::IpAddr::from([127, 0, 0, 1]));
         let ip_name = ip.to_string();
-        let certs =
-            lbguard::server::devcert::generate(&["localhost", &ip_name, TUNNEL_NAME]).unwrap();
-        let (cert, key) = super::write_pair(dir.path(), &certs);
-        let mut child = Command::new("python3")
-            .arg(MOCK)
-            .arg("--host")
-            .arg(&ip_name)
-            .arg("--cert")
-            .arg(&cert)
-            .arg("--key")
-            .arg(&key)
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("python3 runs the mock cloud");
-        let stdout = child.stdout.take().unwrap();
-        let line = tokio::task::spawn_blocking(move || {
-            let mut line = String::new();
-            BufReader::new(stdout).read_line(&mut line).map(|_| line)
-        });
-        let line = tokio::time::timeout(Duration::from_secs(60), line)
-            .await
-            .expect("the mock cloud starts within 60 s")
-            .unwrap()
-            .unwrap();
-        let port: u16 = line
-            .trim()
-            .strip_prefix("port ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("mock cloud said {line:?}"));
-        let addr = std::net::SocketAddr::from((ip, port));
+        let process = Process::start(MOCK, ip, &[TUNNEL_NAME], &["--host", &ip_name]).await;
+        let port = process.ports[0];
         let mock = Self {
-            child,
-            client: Client::new(&certs.ca_pem, addr),
-            ca_pem: certs.ca_pem,
+            client: Client::new(
+                &process.certs.ca_pem,
+                std::net::SocketAddr::from((ip, port)),
+            ),
+            ca_pem: process.certs.ca_pem.clone(),
             url: match host {
                 Some(ip) => format!("https://{}", std::net::SocketAddr::from((ip, port))),
                 None => format!("https://localhost:{port}"),
             },
-            dir,
+            _process: process,
         };
         mock.control("creds", json!({"ak": AK, "sk": SK})).await;
         mock.load(inventory).await;

@@ -21,6 +21,7 @@ use tokio_rustls::client::TlsStream;
 
 pub mod connect_proxy;
 pub mod mock_cloud;
+pub mod python;
 
 pub const FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures");
 
