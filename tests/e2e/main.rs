@@ -23,6 +23,7 @@ mod install;
 #[path = "../node/mod.rs"]
 mod node;
 mod plane;
+mod runner;
 
 mod bench;
 mod bench_cloud;
@@ -37,10 +38,8 @@ mod restart;
 mod rolling;
 mod vap;
 
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -94,16 +93,8 @@ impl Env {
     }
 }
 
-type Case = for<'a> fn(&'a mut Env) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
-
-macro_rules! cases {
-    ($($name:literal => $f:path),* $(,)?) => {
-        vec![$(($name, (|e| Box::pin($f(e))) as Case)),*]
-    };
-}
-
-fn cases() -> Vec<(&'static str, Case)> {
-    cases![
+fn cases() -> Vec<(&'static str, runner::Case<Env>)> {
+    runner::cases![
         "examples_through_the_api_server" => examples::run,
         "deletion_protection" => examples::deletion_protection,
         "claims_hold_across_api_servers_and_replicas" => claims::run,
@@ -247,7 +238,7 @@ async fn run(
     let (mut passed, mut failed, mut skipped) = (0, Vec::new(), 0);
     let ci = std::env::var("CI").is_ok_and(|v| v == "true");
     for (name, case) in cases() {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+        if !runner::wanted(name, &filters) {
             continue;
         }
         // The report CRDs are not part of an envtest download: outside CI they are optional.
@@ -259,21 +250,9 @@ async fn run(
             skipped += 1;
             continue;
         }
-        let t = Instant::now();
-        let outcome = tokio::time::timeout(
-            Duration::from_secs(240),
-            AssertUnwindSafe(case(&mut env)).catch_unwind(),
-        )
-        .await;
-        let ok = matches!(outcome, Ok(Ok(())));
-        if ok {
+        if runner::run(name, &mut env, case, Duration::from_secs(240)).await {
             passed += 1;
-            println!("test {name} ... ok ({:.1}s)", t.elapsed().as_secs_f64());
         } else {
-            if outcome.is_err() {
-                eprintln!("{name}: timed out");
-            }
-            println!("test {name} ... FAILED ({:.1}s)", t.elapsed().as_secs_f64());
             eprintln!("{}", env.logs());
             failed.push(name);
         }

@@ -15,14 +15,9 @@ mod cloud;
 mod image;
 mod tutorial;
 
-use std::future::Future;
-use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
-use std::pin::Pin;
 use std::process::{Command, ExitCode};
 use std::time::{Duration, Instant};
-
-use futures::FutureExt;
 
 pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// The release namespace the book uses.
@@ -114,16 +109,8 @@ fn path() -> String {
     path
 }
 
-type Case = for<'a> fn(&'a mut Node) -> Pin<Box<dyn Future<Output = ()> + 'a>>;
-
-macro_rules! cases {
-    ($($name:literal => $f:path),* $(,)?) => {
-        vec![$(($name, (|n| Box::pin($f(n))) as Case)),*]
-    };
-}
-
-fn cases() -> Vec<(&'static str, Case)> {
-    cases![
+fn cases() -> Vec<(&'static str, crate::runner::Case<Node>)> {
+    crate::runner::cases![
         "image_as_built" => image::as_built,
         "image_run_by_hand" => image::by_hand,
         "chart_with_a_secret_certificate" => chart::secret_mode,
@@ -187,23 +174,12 @@ async fn run(kubeconfig: PathBuf, image: String, filters: Vec<String>) -> ExitCo
     tutorial::check_normalise();
     let (mut passed, mut failed) = (0, Vec::new());
     for (name, case) in cases() {
-        if !filters.is_empty() && !filters.iter().any(|f| name.contains(f.as_str())) {
+        if !crate::runner::wanted(name, &filters) {
             continue;
         }
-        let t = Instant::now();
-        let outcome = tokio::time::timeout(
-            Duration::from_secs(300),
-            AssertUnwindSafe(case(&mut node)).catch_unwind(),
-        )
-        .await;
-        if matches!(outcome, Ok(Ok(()))) {
+        if crate::runner::run(name, &mut node, case, Duration::from_secs(300)).await {
             passed += 1;
-            println!("test {name} ... ok ({:.1}s)", t.elapsed().as_secs_f64());
         } else {
-            if outcome.is_err() {
-                eprintln!("{name}: timed out");
-            }
-            println!("test {name} ... FAILED ({:.1}s)", t.elapsed().as_secs_f64());
             eprintln!("{}", node.sh(chart::DIAGNOSE).text);
             failed.push(name);
         }
