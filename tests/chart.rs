@@ -1484,12 +1484,30 @@ fn a_private_endpoints_ca_bundle_is_mounted_and_named_in_the_config() {
     let spec = d.spec.unwrap().template.spec.unwrap();
     assert!(spec.volumes.unwrap().iter().all(|v| v.name != "cloud-ca"));
     assert_eq!(rendered_config(&r).inventory.cloud.ca_file, None);
+    // Values without the key at all (`helm upgrade --reuse-values` from a release before
+    // it): no volume either, and no error.
+    let r = render(json!({
+        "provider": "huawei",
+        "inventory": {"cloud": {"enabled": true, "region": "r", "existingSecret": "keys",
+            "caBundle": null}}
+    }));
+    every_object_parses(&r);
+    assert_eq!(rendered_config(&r).inventory.cloud.ca_file, None);
+    // The source off: nothing of the bundle.
+    let r = render(json!({
+        "inventory": {"cloud": {"enabled": false, "caBundle": {"configMap": "corp-ca"}}}
+    }));
+    let d: Deployment = r.one("Deployment");
+    let spec = d.spec.unwrap().template.spec.unwrap();
+    assert!(spec.volumes.unwrap().iter().all(|v| v.name != "cloud-ca"));
     // A key that is no file name is refused by the schema.
-    let out = helm(
-        "schema",
-        &json!({"inventory": {"cloud": {"caBundle": {"configMap": "c", "key": "../etc/passwd"}}}}),
-    );
-    assert!(out["error"].as_str().is_some(), "{out}");
+    for key in ["../etc/passwd", "..", "."] {
+        let out = helm(
+            "schema",
+            &json!({"inventory": {"cloud": {"caBundle": {"configMap": "c", "key": key}}}}),
+        );
+        assert!(out["error"].as_str().is_some(), "{key}: {out}");
+    }
 }
 
 /// `proxy.*` becomes HTTPS_PROXY and NO_PROXY in the pod (from a Secret when named), values

@@ -149,15 +149,16 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     Ok(Fact::Found(lb))
 }
 
-/// After a look-up's unplaced error `e`: `list-loadbalancer` by the id. An empty answer
-/// says "gone"; one that names only the id gives its fact. One that names other load
-/// balancers ignored the filter (and, unpaged, may be cut short): `e` stands.
+/// After a look-up's unplaced error `e`: `list-loadbalancer` by the id (one more call, and
+/// rate-limit token). An empty answer says "gone"; one that names only the id gives its
+/// fact. One that names other load balancers ignored the filter (and, unpaged, may be cut
+/// short), and a list that fails decides nothing: `e` stands.
 async fn confirm(call: &Call<'_>, id: &str, e: CloudError) -> Result<Fact, CloudError> {
     let query = vec![
         ("regionID".to_string(), call.region.to_string()),
         ("iDs".to_string(), id.to_string()),
     ];
-    let Some(listed) = get(call, "ListLoadBalancer", "/v4/elb/list-loadbalancer", query).await?
+    let Ok(Some(listed)) = get(call, "ListLoadBalancer", "/v4/elb/list-loadbalancer", query).await
     else {
         return Err(e);
     };
@@ -199,21 +200,31 @@ pub(crate) async fn fetch_many(
             .and_then(|id| ids.iter().find(|i| *i == id))
         else {
             // A list that names others ignored the filter: the region's list, unpaged and
-            // so perhaps cut short. Each id is asked alone.
-            return Err(CloudError::Incomplete(format!(
-                "could not read {} load balancers from {} in one list: list-loadbalancer answered for ids it was not asked about",
-                ids.len(),
-                ids[0]
-            )));
+            // so perhaps cut short. Nothing of it is used; each id is asked alone, now and
+            // in later rounds.
+            call.cloud.lists_ignore_ids("ListLoadBalancer");
+            return Ok(Vec::new());
         };
         if !lbs.iter().any(|lb: &LoadBalancer| lb.id == *id) {
             lbs.push(from_attrs(id, a));
         }
     }
-    for lb in &mut lbs {
-        read_listeners(call, lb).await?;
+    let mut read = Vec::with_capacity(lbs.len());
+    for mut lb in lbs {
+        match read_listeners(call, &mut lb).await {
+            Ok(()) => read.push(lb),
+            // Left out of the answer: the refresh asks it alone, with its own retries, and
+            // the others' listeners are not read again.
+            Err(e)
+                if e.transient()
+                    || matches!(e, CloudError::Incomplete(_) | CloudError::TooLarge(_)) =>
+            {
+                tracing::debug!(load_balancer = %lb.id, error = %e, "cloud refresh: listeners read alone");
+            }
+            Err(e) => return Err(e),
+        }
     }
-    Ok(lbs)
+    Ok(read)
 }
 
 #[cfg(test)]

@@ -173,10 +173,7 @@ impl Http {
                     if e.downcast_ref::<http_body_util::LengthLimitError>()
                         .is_some()
                     {
-                        CloudError::Incomplete(format!(
-                            "could not read the whole answer: it is larger than {} MiB",
-                            MAX_BODY >> 20
-                        ))
+                        CloudError::TooLarge(MAX_BODY >> 20)
                     } else {
                         CloudError::Connect(format!("reading the answer: {e}"))
                     }

@@ -228,16 +228,24 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     let project = project(call)?;
     let path = format!("/v3/{project}/elb/loadbalancers/{}", sign::encode(id));
     let (version, attrs) = match get(call, "ShowLoadBalancer", path, Vec::new()).await? {
-        Some(v) => ("v3", v),
+        Some(v) => ("v3", v["loadbalancer"].clone()),
         None => {
             let path = format!("/v2/{project}/elb/loadbalancers/{}", sign::encode(id));
-            match get(call, "ShowLoadBalancerV2", path, Vec::new()).await? {
-                Some(v) => ("v2", v),
-                None => return Ok(Fact::NotFound),
+            match get(call, "ShowLoadBalancerV2", path, Vec::new()).await {
+                Ok(Some(v)) => ("v2", v["loadbalancer"].clone()),
+                Ok(None) => return Ok(Fact::NotFound),
+                // The shared ELB's API may answer a missing one without ELB's code (Neutron's
+                // 404): the v2 list filtered by the id decides, or the error stands.
+                Err(e @ CloudError::Other(_)) => match v2_listed(call, &project, id).await {
+                    Some(Some(a)) => ("v2", a),
+                    Some(None) => return Ok(Fact::NotFound),
+                    None => return Err(e),
+                },
+                Err(e) => return Err(e),
             }
         }
     };
-    let mut lbs = [from_attrs(id, version, &attrs["loadbalancer"])];
+    let mut lbs = [from_attrs(id, version, &attrs)];
     listeners(
         call,
         version,
@@ -248,6 +256,19 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     .await?;
     let [lb] = lbs;
     Ok(Fact::Found(lb))
+}
+
+/// The shared ELB `id` as the v2 list filtered by it says: `Some(None)` when it lists none,
+/// `None` when the list fails or names another (it decides nothing then).
+async fn v2_listed(call: &Call<'_>, project: &str, id: &str) -> Option<Option<Value>> {
+    let path = format!("/v2/{project}/elb/loadbalancers");
+    let query = vec![("id".to_string(), id.to_string())];
+    let listed = get(call, "ListLoadBalancersV2", path, query).await.ok()??;
+    match listed["loadbalancers"].as_array()?.as_slice() {
+        [] => Some(None),
+        [a] if a["id"].as_str() == Some(id) => Some(Some(a.clone())),
+        _ => None,
+    }
 }
 
 /// Many ELBs in two paged v3 lists (`id` repeated, then `loadbalancer_id` repeated). A shared

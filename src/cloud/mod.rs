@@ -160,6 +160,9 @@ pub struct Cloud {
     shard: Arc<shard::Shard>,
     /// Background rounds run so far.
     rounds: std::sync::atomic::AtomicU32,
+    /// Set when a list by ids answered for others (the filter ignored): the refresh reads one
+    /// id at a time from then on.
+    one_at_a_time: std::sync::atomic::AtomicBool,
     clock: Clock,
     /// Where the region comes from when the config does not say (the nodes' label).
     region_source: Mutex<Option<RegionSource>>,
@@ -248,6 +251,7 @@ impl Cloud {
             flights: Flights::default(),
             shard: Arc::default(),
             rounds: Default::default(),
+            one_at_a_time: Default::default(),
             clock,
             region_source: Mutex::new(None),
             metrics,
@@ -457,6 +461,21 @@ impl Cloud {
             )
         })?;
         Ok((region, self.credentials(deadline).await?))
+    }
+
+    /// A list by ids answered for ids it was not asked about: its filter is ignored, so batches
+    /// cannot be trusted to be what they say. Said once; the refresh reads one id at a time.
+    pub(crate) fn lists_ignore_ids(&self, operation: &str) {
+        if !self
+            .one_at_a_time
+            .swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            tracing::warn!(
+                provider = %self.provider,
+                operation,
+                "the cloud's list ignored its filter of load balancer ids; the refresh reads one load balancer at a time from now on"
+            );
+        }
     }
 
     /// Every page answered, the list did not end: counted as its own outcome.

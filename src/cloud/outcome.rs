@@ -24,6 +24,10 @@ pub enum CloudError {
     /// A list that could not be read to its end (a bound, a repeated page token).
     #[error("{0}")]
     Incomplete(String),
+    /// An answer larger than lbguard reads (MiB): not read whole. Counted `incomplete` by the
+    /// call that got it.
+    #[error("could not read the whole answer: it is larger than {0} MiB")]
+    TooLarge(usize),
     /// The endpoint answered, but not as the cloud's API does (an HTML page, a bare 404).
     #[error("the endpoint did not answer as the cloud's API ({0}); check inventory.cloud.endpoint")]
     BadEndpoint(String),
@@ -47,7 +51,7 @@ impl CloudError {
             CloudError::Server(_) => "server_error",
             CloudError::Auth(_) => "auth_error",
             CloudError::Budget => "budget",
-            CloudError::Incomplete(_) => "incomplete",
+            CloudError::Incomplete(_) | CloudError::TooLarge(_) => "incomplete",
             CloudError::BadEndpoint(_) => "bad_endpoint",
             CloudError::Connect(_) => "connect_error",
             CloudError::Other(_) => "error",
@@ -79,7 +83,7 @@ impl CloudError {
             CloudError::Connect(s) => CloudError::Connect(f(&s)),
             CloudError::Other(s) => CloudError::Other(f(&s)),
             CloudError::Credentials(s) => CloudError::Credentials(f(&s)),
-            e @ (CloudError::Timeout(_) | CloudError::Budget) => e,
+            e @ (CloudError::Timeout(_) | CloudError::Budget | CloudError::TooLarge(_)) => e,
         }
     }
 }

@@ -48,19 +48,27 @@ fn foreign_slot(id: &str) -> u32 {
     id.hash(&mut h);
     (h.finish() % u64::from(FOREIGN_ROUNDS)) as u32
 }
-/// The round's batches, this replica's own ids first: after a start, when the audit's copy
-/// of every other id is read too, the ids admissions rely on this replica for are fresh
-/// first.
+/// The round's batches (one id each when `alone`), this replica's own ids first: after a
+/// start, when the audit's copy of every other id is read too, the ids admissions rely on
+/// this replica for are fresh first.
 fn own_first(
     provider: crate::vocab::provider::Provider,
     ids: Vec<String>,
     owns: impl Fn(&str) -> bool,
+    alone: bool,
 ) -> Vec<Vec<String>> {
     let (mut own, other): (Vec<String>, Vec<String>) = ids.into_iter().partition(|id| owns(id));
-    // One list: a batch may hold the last of its own and the first of the others, so the
-    // order costs no call.
+    // One list per kind: a batch may hold the last of its own and the first of the others,
+    // so the order costs no call. Then the batches with any of its own go first, whatever
+    // their kind.
     own.extend(other);
-    super::batch::plan(provider, own)
+    let mut batches = if alone {
+        own.into_iter().map(|id| vec![id]).collect()
+    } else {
+        super::batch::plan(provider, own)
+    };
+    batches.sort_by_key(|b| !b.iter().any(|id| owns(id)));
+    batches
 }
 
 /// How often the gauges are updated, whether or not a round runs.
@@ -85,7 +93,8 @@ impl Cloud {
         });
         self.update_gauges();
         let round = self.round_listeners(&ids).await;
-        for batch in own_first(self.provider, ids, |id| self.shard.owns(id)) {
+        let alone = self.one_at_a_time.load(Ordering::Relaxed);
+        for batch in own_first(self.provider, ids, |id| self.shard.owns(id), alone) {
             // One id alone is read with the single-id calls, unless its listeners are read.
             if let [id] = batch.as_slice()
                 && !round.covers(self.provider, id)
@@ -112,8 +121,9 @@ impl Cloud {
                         self.refresh_one(id, named).await;
                     }
                 }
-                // One load balancer's listeners may be past the bound: each on its own.
-                Err(CloudError::Incomplete(_)) => {
+                // One load balancer's listeners may be past the bound, or the answer past
+                // what lbguard reads: each on its own.
+                Err(CloudError::Incomplete(_) | CloudError::TooLarge(_)) => {
                     for id in &batch {
                         self.refresh_one(id, named).await;
                     }
@@ -182,16 +192,31 @@ mod tests {
     #[test]
     fn own_ids_are_read_before_the_audits_copy_of_the_others() {
         use crate::vocab::provider::Provider;
-        let ids: Vec<String> = (0..30).map(|i| format!("lb-{i:02}")).collect();
+        // CLBs and NLBs (two kinds, two lists), half of each this replica's.
+        let ids: Vec<String> = (0..30)
+            .map(|i| format!("lb-{i:02}"))
+            .chain((0..30).map(|i| format!("nlb-{i:02}")))
+            .collect();
         let owns = |id: &str| id.ends_with(['1', '3', '5', '7', '9']);
-        let batches = own_first(Provider::Alibaba, ids, owns);
+        let batches = own_first(Provider::Alibaba, ids.clone(), owns, false);
         let flat: Vec<&String> = batches.iter().flatten().collect();
-        assert_eq!(flat.len(), 30);
+        assert_eq!(flat.len(), 60);
+        // Every own id, CLB or NLB, comes before the first batch of others' alone; only a
+        // batch that ends one kind's own ids holds others' too.
         let first_other = flat.iter().position(|id| !owns(id)).unwrap();
-        assert_eq!(first_other, 15, "{batches:?}");
-        assert!(flat[first_other..].iter().all(|id| !owns(id)));
-        // As many calls as without the order: 30 CLBs ten a call.
-        assert_eq!(batches.len(), 3);
+        let last_own = flat.iter().rposition(|id| owns(id)).unwrap();
+        assert!(first_other >= 15, "{batches:?}");
+        assert!(
+            last_own < 40,
+            "own ids wait for no whole batch of others': {batches:?}"
+        );
+        // As many calls as without the order: 30 CLBs ten a call, 30 NLBs twenty.
+        assert_eq!(batches.len(), 3 + 2);
+        // One at a time: own ones first still.
+        let alone = own_first(Provider::Alibaba, ids, owns, true);
+        assert_eq!(alone.len(), 60);
+        assert!(alone[..30].iter().all(|b| owns(&b[0])));
+        assert!(alone[30..].iter().all(|b| !owns(&b[0])));
     }
 
     #[test]

@@ -156,16 +156,23 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
         "DescribeLoadBalancerAttributes"
     };
     let query = vec![("LoadBalancerId".to_string(), id.to_string())];
-    let attrs = match action(call, attrs_action, query).await {
-        Ok(Some(attrs)) => attrs,
-        // An empty list filtered by the id is the answer that says "gone"; a list that names
-        // it gives the fact.
-        Ok(None) | Err(CloudError::Other(_)) => {
-            let mut listed =
-                fetch_many(call, &[id.to_string()], &RoundListeners::default()).await?;
-            return Ok(listed.pop().map_or(Fact::NotFound, Fact::Found));
-        }
+    // An empty list filtered by the id is the answer that says "gone" (one more call, and
+    // rate-limit token); a list that names it gives the fact. A list that fails decides
+    // nothing: the attribute call's error stands (its "not found" code alone is not enough).
+    let unplaced = match action(call, attrs_action, query).await {
+        Ok(Some(attrs)) => Ok(attrs),
+        Ok(None) => Err(None),
+        Err(e @ CloudError::Other(_)) => Err(Some(e)),
         Err(e) => return Err(e),
+    };
+    let attrs = match unplaced {
+        Ok(attrs) => attrs,
+        Err(first) => {
+            return match fetch_many(call, &[id.to_string()], &RoundListeners::default()).await {
+                Ok(mut listed) => Ok(listed.pop().map_or(Fact::NotFound, Fact::Found)),
+                Err(e) => Err(first.unwrap_or(e)),
+            };
+        }
     };
     let mut lb = from_attrs(id, nlb, &attrs);
     listeners(call, nlb, &mut lb).await?;

@@ -13,7 +13,7 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"regionListenersDenied", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"showFails"|"neutron404"|"regionListenersDenied", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token
                       (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
@@ -21,6 +21,10 @@ Control, on the same server (unsigned, under /_mock/):
                       code lbguard does not know
                       listShort: CTyun's list-loadbalancer answers only one of the ids asked
                       ignoreIds: CTyun's list-loadbalancer answers the whole region
+                      showFails: CTyun's show-loadbalancer and Volcengine's attribute calls
+                      answer every id with an error lbguard cannot place
+                      neutron404: Huawei's v2 API answers a missing ELB as Neutron does, no code
+                      (modes combine with "+", e.g. "showFails+ignoreIds")
                       regionListenersDenied: Volcengine refuses its listener lists without
                       a load balancer (AccessDenied), as a resource-scoped policy does
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
@@ -154,10 +158,10 @@ def check_alibaba_request(q, cls, limits):
             raise ModelError(f"{cls.__name__}.{base}: {counts[base]} ids, the API takes {most}")
 
 
-def check_huawei_request(query, cls_name):
+def check_huawei_request(query, cls_name, version="v3"):
     """Every parameter a field of the SDK's request model, repeated only where it is a list."""
     import importlib
-    cls = getattr(importlib.import_module("huaweicloudsdkelb.v3.model"), cls_name)
+    cls = getattr(importlib.import_module(f"huaweicloudsdkelb.{version}.model"), cls_name)
     by_json = {v: k for k, v in cls.attribute_map.items()}
     for key, values in query.items():
         if key not in by_json:
@@ -212,6 +216,11 @@ def check_ctyun(body, response_cls, item_cls):
 
 
 # ---------- the state, per provider ----------
+
+def faulty(mode):
+    """Whether `mode` is among the faults set (several join with "+")."""
+    return mode in (STATE["fault"] or "").split("+")
+
 
 def lbs(provider):
     return [lb for lb in STATE["loadBalancers"] if lb.get("provider") == provider]
@@ -403,6 +412,10 @@ class Handler(BaseHTTPRequestHandler):
         from ctyunsdk_elb20220909.apis import ctelb_list_listener_api as ls
         if op == "list-loadbalancer":
             return self.ctyun_list(q)
+        if op == "show-loadbalancer" and faulty("showFails"):
+            return self.reply(200, {"statusCode": 900, "errorCode": "Openapi.Gateway.Unavailable",
+                                    "message": "try again later", "description": "稍后重试",
+                                    "returnObj": None})
         lb = find("ctyun", q.get("elbID") or q.get("loadBalancerID"))
         if lb is None or q.get("regionID") != STATE["region"]:
             code = "Openapi.LoadBalancer.NotFound"
@@ -443,7 +456,7 @@ class Handler(BaseHTTPRequestHandler):
         if not ids or len(ids) > 20:
             raise ModelError(f"list-loadbalancer: {len(ids)} ids in iDs (the refresh asks 1 to 20)")
         items = [self.ctyun_item(lb) for lb in lbs("ctyun")
-                 if (lb["id"] in ids or STATE["fault"] == "ignoreIds")
+                 if (lb["id"] in ids or faulty("ignoreIds"))
                  and q.get("regionID") == STATE["region"]]
         if STATE["fault"] == "listShort":
             items = items[:1]
@@ -668,19 +681,35 @@ class Handler(BaseHTTPRequestHandler):
                  "loadbalancers": [{"id": lb["id"]}]}
                 for l in (listeners(lb) if lb else [])]
 
+    def huawei_v2_lb(self, lb):
+        return {"id": lb["id"], "name": lb["id"], "description": "", "vip_subnet_id": "subnet-1",
+                "vip_address": "10.0.0.9", "provider": "vlb", "provisioning_status": "ACTIVE",
+                "operating_status": "ONLINE", "admin_state_up": True,
+                "listeners": [{"id": f"lsn-{l['port']}"} for l in listeners(lb)],
+                "publicips": [{"publicip_id": "eip-1", "publicip_address": "203.0.113.9", "ip_version": 4}]
+                if lb.get("addressType") == "internet" else []}
+
     def huawei_v2(self, op, parts, q):
+        if op == "ListLoadBalancers":
+            from urllib.parse import parse_qs
+            multi = parse_qs(urlsplit(self.path).query, keep_blank_values=True)
+            check_huawei_request(multi, "ListLoadbalancersRequest", "v2")
+            found = [self.huawei_v2_lb(lb) for lb in lbs("huawei")
+                     if lb.get("v2") and lb["id"] in multi.get("id", [])]
+            body = {"loadbalancers": found}
+            check_huawei(body, "ListLoadbalancersResponse", "v2")
+            return self.reply(200, body)
         if op == "ShowLoadBalancer":
             lb = find("huawei", parts[-1])
             if lb is None or not lb.get("v2"):
+                if faulty("neutron404"):
+                    # The shared ELB's older answer: Neutron's, with no ELB code.
+                    return self.reply(404, {"NeutronError": {
+                        "type": "HTTPNotFound", "detail": "",
+                        "message": f"Loadbalancer {parts[-1]} could not be found."}})
                 return self.reply(404, {"error_code": "ELB.9800", "request_id": "r",
                                         "error_msg": "Resource could not be found."})
-            item = {"id": lb["id"], "name": lb["id"], "description": "", "vip_subnet_id": "subnet-1",
-                    "vip_address": "10.0.0.9", "provider": "vlb", "provisioning_status": "ACTIVE",
-                    "operating_status": "ONLINE", "admin_state_up": True,
-                    "listeners": [{"id": f"lsn-{l['port']}"} for l in listeners(lb)],
-                    "publicips": [{"publicip_id": "eip-1", "publicip_address": "203.0.113.9", "ip_version": 4}]
-                    if lb.get("addressType") == "internet" else []}
-            body = {"loadbalancer": item}
+            body = {"loadbalancer": self.huawei_v2_lb(lb)}
             check_huawei(body, "ShowLoadbalancerResponse", "v2")
             return self.reply(200, body)
         lb = find("huawei", q.get("loadbalancer_id"))
@@ -703,6 +732,9 @@ class Handler(BaseHTTPRequestHandler):
         meta = {"RequestId": "r", "Action": op, "Version": "2020-04-01", "Service": "clb",
                 "Region": STATE["region"]}
         clb_ops = ("DescribeLoadBalancerAttributes", "DescribeListeners")
+        if op.endswith("Attributes") and faulty("showFails"):
+            return self.reply(400, {"ResponseMetadata": dict(meta, Error={
+                "Code": "OperationDenied.Unknown", "Message": "try again later"})})
         if lb is None or (op in clb_ops) == nlb:
             if STATE["fault"] == "otherNotFound":
                 # Volcengine publishes no not-found code: another spelling, another status.

@@ -78,8 +78,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if .existingSecret -}}
 {{- $_ := set $cloud "credentialsDir" "/etc/lbguard/cloud" -}}
 {{- end -}}
-{{- if .caBundle.configMap -}}
-{{- $_ := set $cloud "caFile" (printf "/etc/lbguard/cloud-ca/%s" .caBundle.key) -}}
+{{- $ca := .caBundle | default dict -}}
+{{- if $ca.configMap -}}
+{{- $_ := set $cloud "caFile" (printf "/etc/lbguard/cloud-ca/%s" ($ca.key | default "ca.crt")) -}}
 {{- end -}}
 {{- $_ := set $cloud "credentials" (pick .credentials "source" "stsEndpoint" "iamEndpoint" "metadataEndpoint") -}}
 {{- $_ := set $config.inventory "cloud" $cloud -}}
