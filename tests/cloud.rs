@@ -1632,7 +1632,11 @@ async fn a_look_up_with_an_unplaced_error_is_decided_by_the_list_by_its_id() {
         let mut ids = inv_ids(provider);
         ids.sort();
         ids.dedup();
-        for id in ids.iter().map(String::as_str).chain(["lb-gone", "nlb-gone"]) {
+        for id in ids
+            .iter()
+            .map(String::as_str)
+            .chain(["lb-gone", "nlb-gone"])
+        {
             if provider != Provider::Volcengine && id.starts_with("nlb-") {
                 continue;
             }

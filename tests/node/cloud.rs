@@ -90,7 +90,11 @@ pub async fn workload_identity(node: &mut Node) {
         // onError is deny: a cloud that cannot be asked yet (a cold first exchange) is
         // denied too, but says so; that is retried.
         if !out.ok && out.text.contains("names no load balancer") {
-            assert!(out.text.contains("[lb-exists]") && out.text.contains("\"lb-2ze-pubilc\""), "{}", out.text);
+            assert!(
+                out.text.contains("[lb-exists]") && out.text.contains("\"lb-2ze-pubilc\""),
+                "{}",
+                out.text
+            );
             break;
         }
         assert!(
