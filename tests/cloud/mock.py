@@ -13,7 +13,7 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"showFails"|"neutron404"|"regionListenersDenied", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"showFails"|"listenersFailOnce"|"neutron404"|"regionListenersDenied", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token
                       (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
@@ -23,6 +23,7 @@ Control, on the same server (unsigned, under /_mock/):
                       ignoreIds: CTyun's list-loadbalancer answers the whole region
                       showFails: CTyun's show-loadbalancer and Volcengine's attribute calls
                       answer every id with an error lbguard cannot place
+                      listenersFailOnce: CTyun's next list-listener call is throttled, once
                       neutron404: Huawei's v2 API answers a missing ELB as Neutron does, no code
                       (modes combine with "+", e.g. "showFails+ignoreIds")
                       regionListenersDenied: Volcengine refuses its listener lists without
@@ -412,6 +413,10 @@ class Handler(BaseHTTPRequestHandler):
         from ctyunsdk_elb20220909.apis import ctelb_list_listener_api as ls
         if op == "list-loadbalancer":
             return self.ctyun_list(q)
+        if op == "list-listener" and faulty("listenersFailOnce") and not STATE.get("failedOnce"):
+            STATE["failedOnce"] = True
+            return self.reply(200, {"statusCode": 900, "errorCode": "Openapi.Throttling",
+                                    "message": "too many requests", "returnObj": None})
         if op == "show-loadbalancer" and faulty("showFails"):
             return self.reply(200, {"statusCode": 900, "errorCode": "Openapi.Gateway.Unavailable",
                                     "message": "try again later", "description": "稍后重试",
@@ -859,6 +864,7 @@ class Handler(BaseHTTPRequestHandler):
                 STATE["token"] = data.get("token")
             elif path == "/_mock/fault":
                 STATE["fault"], STATE["delay"] = data.get("mode"), data.get("delay", 0)
+                STATE["failedOnce"] = False
             elif path == "/_mock/paging":
                 STATE["pageSize"] = int(data.get("size", 100))
             elif path == "/_mock/prefix":
