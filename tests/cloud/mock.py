@@ -13,7 +13,7 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"showFails"|"listenersFailOnce"|"neutron404"|"regionListenersDenied", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"showFails"|"listFails"|"listenersFailOnce"|"neutron404"|"regionListenersDenied", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token
                       (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
@@ -23,6 +23,8 @@ Control, on the same server (unsigned, under /_mock/):
                       ignoreIds: CTyun's list-loadbalancer answers the whole region
                       showFails: CTyun's show-loadbalancer and Volcengine's attribute calls
                       answer every id with an error lbguard cannot place
+                      listFails: CTyun's list-loadbalancer and Volcengine's load balancer lists
+                      fail (5xx)
                       listenersFailOnce: CTyun's next list-listener call is throttled, once
                       neutron404: Huawei's v2 API answers a missing ELB as Neutron does, no code
                       (modes combine with "+", e.g. "showFails+ignoreIds")
@@ -458,6 +460,8 @@ class Handler(BaseHTTPRequestHandler):
             if key not in fields:
                 raise ModelError(f"CtelbListLoadBalancerRequest has no parameter {key}")
         ids = [i for i in (q.get("iDs") or "").split(",") if i]
+        if faulty("listFails"):
+            return self.reply(503, {"statusCode": 900, "errorCode": "Openapi.Unavailable", "message": "busy"})
         if not ids or len(ids) > 20:
             raise ModelError(f"list-loadbalancer: {len(ids)} ids in iDs (the refresh asks 1 to 20)")
         items = [self.ctyun_item(lb) for lb in lbs("ctyun")
@@ -816,6 +820,8 @@ class Handler(BaseHTTPRequestHandler):
     def volcengine_list(self, op, q):
         """The list calls the refresh makes for many load balancers at once."""
         check_volcengine_request(q, f"{op}Request")
+        if faulty("listFails"):
+            return self.reply(500, self.volc_error("InternalError", "internal error"))
         ids = [v for k, v in q.items() if k.startswith("LoadBalancerIds.")]
         nlb = op == "DescribeNetworkLoadBalancers"
         found = [lb for lb in lbs("volcengine") if lb["id"] in ids and (lb.get("kind") == "nlb") == nlb]
