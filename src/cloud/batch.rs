@@ -5,10 +5,9 @@
 //! "does not exist".
 
 use std::collections::{BTreeMap, HashMap};
-use std::time::Instant;
 
 use super::outcome::CloudError;
-use super::transport::{Call, Tokens};
+use super::transport::Call;
 use super::{Cloud, alibaba, ctyun, huawei, volcengine};
 use crate::vocab::lb::{Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
@@ -84,13 +83,7 @@ impl Cloud {
             }
             let read = super::refresh::retried(|| async {
                 let (region, creds) = self.region_and_credentials(None).await?;
-                let call = Call {
-                    cloud: self,
-                    region: &region,
-                    creds,
-                    deadline: None::<Instant>,
-                    tokens: Tokens::Background,
-                };
+                let call = Call::background(self, &region, creds);
                 volcengine::region_listeners(&call, kind == "nlb", n / 2).await
             })
             .await;
@@ -115,13 +108,7 @@ impl Cloud {
         round: &RoundListeners,
     ) -> Result<Vec<LoadBalancer>, CloudError> {
         let (region, creds) = self.region_and_credentials(None).await?;
-        let call = Call {
-            cloud: self,
-            region: &region,
-            creds,
-            deadline: None::<Instant>,
-            tokens: Tokens::Background,
-        };
+        let call = Call::background(self, &region, creds);
         let r = match self.provider {
             Provider::Alibaba => alibaba::fetch_many(&call, ids).await,
             Provider::Huawei => huawei::fetch_many(&call, ids).await,

@@ -139,43 +139,59 @@ async fn listeners(
     lbs: &mut [LoadBalancer],
     what: String,
 ) -> Result<(), CloudError> {
+    let query: Vec<(String, String)> = lbs
+        .iter()
+        .map(|lb| ("loadbalancer_id".to_string(), lb.id.clone()))
+        .collect();
+    let path = format!("/{version}/{project}/elb/listeners");
+    let list = read_list(call, "ListListeners", path, query, "listeners", what).await?;
+    for l in &list {
+        // A listener names its load balancers; asked for one, every listener is its.
+        let of = |lb: &LoadBalancer| lbs.len() == 1 || lbs_of(l).any(|id| id == lb.id);
+        let Some(i) = lbs.iter().position(of) else {
+            continue;
+        };
+        lbs[i].listeners.extend(super::listener(
+            &l["protocol_port"],
+            &l["protocol"],
+            "external".into(),
+        ));
+    }
+    Ok(())
+}
+
+/// Every item (`field`) of a v3 list, 100 a page, following `page_info.next_marker` through
+/// a [`Pager`] (`what` names the list in its errors).
+async fn read_list(
+    call: &Call<'_>,
+    operation: &'static str,
+    path: String,
+    query: Vec<(String, String)>,
+    field: &str,
+    what: String,
+) -> Result<Vec<Value>, CloudError> {
     let mut pager = Pager::new(what);
     let mut marker: Option<String> = None;
+    let mut items = Vec::new();
     loop {
-        let mut query: Vec<(String, String)> = lbs
-            .iter()
-            .map(|lb| ("loadbalancer_id".to_string(), lb.id.clone()))
-            .collect();
+        let mut query = query.clone();
         query.push(("limit".to_string(), "100".to_string()));
         if let Some(m) = &marker {
             query.push(("marker".into(), m.clone()));
         }
-        let path = format!("/{version}/{project}/elb/listeners");
-        let Some(page) = get(call, "ListListeners", path, query).await? else {
+        let Some(page) = get(call, operation, path.clone(), query).await? else {
             return Err(pager.vanished());
         };
-        let list = page["listeners"].as_array().cloned().unwrap_or_default();
-        for l in &list {
-            // A listener names its load balancers; asked for one, every listener is its.
-            let of = |lb: &LoadBalancer| lbs.len() == 1 || lbs_of(l).any(|id| id == lb.id);
-            let Some(i) = lbs.iter().position(of) else {
-                continue;
-            };
-            lbs[i].listeners.extend(super::listener(
-                &l["protocol_port"],
-                &l["protocol"],
-                "external".into(),
-            ));
-        }
+        let list = page[field].as_array().cloned().unwrap_or_default();
         let next = page["page_info"]["next_marker"]
             .as_str()
             .unwrap_or_default();
         marker = pager.next(if list.is_empty() { "" } else { next })?;
+        items.extend(list);
         if marker.is_none() {
-            break;
+            return Ok(items);
         }
     }
-    Ok(())
 }
 
 /// The ids of the load balancers a listener belongs to.
@@ -279,40 +295,27 @@ pub(crate) async fn fetch_many(
 ) -> Result<Vec<LoadBalancer>, CloudError> {
     let project = project(call)?;
     let what = format!("{} load balancers from {}", ids.len(), ids[0]);
-    let mut pager = Pager::new(what.clone());
-    let mut marker: Option<String> = None;
+    let query: Vec<(String, String)> = ids
+        .iter()
+        .map(|id| ("id".to_string(), id.clone()))
+        .collect();
+    let path = format!("/v3/{project}/elb/loadbalancers");
+    let list = read_list(
+        call,
+        "ListLoadBalancers",
+        path,
+        query,
+        "loadbalancers",
+        what.clone(),
+    )
+    .await?;
     let mut lbs = Vec::new();
-    loop {
-        let mut query: Vec<(String, String)> = ids
-            .iter()
-            .map(|id| ("id".to_string(), id.clone()))
-            .collect();
-        query.push(("limit".to_string(), "100".to_string()));
-        if let Some(m) = &marker {
-            query.push(("marker".into(), m.clone()));
-        }
-        let path = format!("/v3/{project}/elb/loadbalancers");
-        let Some(page) = get(call, "ListLoadBalancers", path, query).await? else {
-            return Err(pager.vanished());
-        };
-        let list = page["loadbalancers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for a in &list {
-            if let Some(id) = a["id"]
-                .as_str()
-                .and_then(|id| ids.iter().find(|i| *i == id))
-            {
-                lbs.push(from_attrs(id, "v3", a));
-            }
-        }
-        let next = page["page_info"]["next_marker"]
+    for a in &list {
+        if let Some(id) = a["id"]
             .as_str()
-            .unwrap_or_default();
-        marker = pager.next(if list.is_empty() { "" } else { next })?;
-        if marker.is_none() {
-            break;
+            .and_then(|id| ids.iter().find(|i| *i == id))
+        {
+            lbs.push(from_attrs(id, "v3", a));
         }
     }
     if !lbs.is_empty() {

@@ -95,6 +95,19 @@ pub(crate) struct Call<'a> {
     pub(crate) tokens: Tokens,
 }
 
+impl<'a> Call<'a> {
+    /// A call of the background refresh: no deadline, waiting for its tokens.
+    pub(crate) fn background(cloud: &'a Cloud, region: &'a str, creds: Arc<Creds>) -> Self {
+        Self {
+            cloud,
+            region,
+            creds,
+            deadline: None,
+            tokens: Tokens::Background,
+        }
+    }
+}
+
 /// How a cloud maps an answer: the HTTP status and the JSON body.
 pub(crate) type Classify = fn(u16, &Value) -> Reply;
 

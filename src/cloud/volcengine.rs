@@ -188,55 +188,21 @@ pub(crate) async fn fetch_many(
     round: &RoundListeners,
 ) -> Result<Vec<LoadBalancer>, CloudError> {
     let nlb = ids.iter().all(|id| id.starts_with("nlb-"));
+    let query: Vec<(String, String)> = ids
+        .iter()
+        .enumerate()
+        .map(|(i, id)| (format!("LoadBalancerIds.{}", i + 1), id.clone()))
+        .collect();
+    let actions = ("DescribeLoadBalancers", "DescribeNetworkLoadBalancers");
     let mut pager = Pager::new(format!("{} load balancers from {}", ids.len(), ids[0]));
-    let mut token: Option<String> = None;
+    let list = read_list(call, nlb, actions, query, "LoadBalancers", &mut pager).await?;
     let mut lbs = Vec::new();
-    let mut read = 0;
-    for page in 1.. {
-        let mut query: Vec<(String, String)> = ids
-            .iter()
-            .enumerate()
-            .map(|(i, id)| (format!("LoadBalancerIds.{}", i + 1), id.clone()))
-            .collect();
-        let list_action = if nlb {
-            query.push(("MaxResults".into(), "100".into()));
-            if let Some(t) = &token {
-                query.push(("NextToken".into(), t.clone()));
-            }
-            "DescribeNetworkLoadBalancers"
-        } else {
-            query.push(("PageNumber".into(), page.to_string()));
-            query.push(("PageSize".into(), "100".into()));
-            "DescribeLoadBalancers"
-        };
-        let Some(result) = action(call, list_action, query).await? else {
-            return Err(pager.vanished());
-        };
-        let list = result["LoadBalancers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        for a in &list {
-            if let Some(id) = a["LoadBalancerId"]
-                .as_str()
-                .and_then(|id| ids.iter().find(|i| *i == id))
-            {
-                lbs.push(from_attrs(id, nlb, a));
-            }
-        }
-        read += list.len() as u64;
-        let next = if list.is_empty() {
-            String::new()
-        } else if nlb {
-            result["NextToken"].as_str().unwrap_or_default().to_string()
-        } else if read < result["TotalCount"].as_u64().unwrap_or(0) {
-            (page + 1).to_string()
-        } else {
-            String::new()
-        };
-        token = pager.next(&next)?;
-        if token.is_none() {
-            break;
+    for a in &list {
+        if let Some(id) = a["LoadBalancerId"]
+            .as_str()
+            .and_then(|id| ids.iter().find(|i| *i == id))
+        {
+            lbs.push(from_attrs(id, nlb, a));
         }
     }
     for lb in &mut lbs {
@@ -285,43 +251,63 @@ async fn list_listeners(
     id: Option<&str>,
     mut pager: Pager,
 ) -> Result<Vec<(String, Listener)>, CloudError> {
+    let query: Vec<(String, String)> = id
+        .map(|id| ("LoadBalancerId".to_string(), id.to_string()))
+        .into_iter()
+        .collect();
+    let actions = ("DescribeListeners", "DescribeNLBListeners");
+    let list = read_list(call, nlb, actions, query, "Listeners", &mut pager).await?;
     let mut out = Vec::new();
+    for l in &list {
+        let owner = match id {
+            Some(id) => id.to_string(),
+            // Grouped by the listener's own field: one without it belongs to no one
+            // known, and dropping it could hide a port in use.
+            None => non_empty(&l["LoadBalancerId"])
+                .ok_or_else(|| pager.incomplete("a listener without its LoadBalancerId"))?,
+        };
+        if let Some(l) = super::listener(&l["Port"], &l["Protocol"], "external".into()) {
+            out.push((owner, l));
+        }
+    }
+    Ok(out)
+}
+
+/// Every item (`field`) of a list, 100 a page: CLB lists (`actions.0`) by `PageNumber` up
+/// to `TotalCount`, NLB lists (`actions.1`) by `NextToken`, through `pager`. A CLB list
+/// whose first page shows more pages than the pager allows is incomplete before they are
+/// read.
+async fn read_list(
+    call: &Call<'_>,
+    nlb: bool,
+    actions: (&'static str, &'static str),
+    base: Vec<(String, String)>,
+    field: &str,
+    pager: &mut Pager,
+) -> Result<Vec<Value>, CloudError> {
+    let mut items = Vec::new();
     let mut token: Option<String> = None;
-    let mut read = 0u64;
     for page in 1.. {
-        let mut query: Vec<(String, String)> = id
-            .map(|id| ("LoadBalancerId".to_string(), id.to_string()))
-            .into_iter()
-            .collect();
+        let mut query = base.clone();
         let list_action = if nlb {
             query.push(("MaxResults".into(), "100".into()));
             if let Some(t) = &token {
                 query.push(("NextToken".into(), t.clone()));
             }
-            "DescribeNLBListeners"
+            actions.1
         } else {
             query.push(("PageNumber".into(), page.to_string()));
             query.push(("PageSize".into(), "100".into()));
-            "DescribeListeners"
+            actions.0
         };
         let Some(result) = action(call, list_action, query).await? else {
             return Err(pager.vanished());
         };
-        let list = result["Listeners"].as_array().cloned().unwrap_or_default();
-        for l in &list {
-            let owner = match id {
-                Some(id) => id.to_string(),
-                // Grouped by the listener's own field: one without it belongs to no one
-                // known, and dropping it could hide a port in use.
-                None => non_empty(&l["LoadBalancerId"])
-                    .ok_or_else(|| pager.incomplete("a listener without its LoadBalancerId"))?,
-            };
-            if let Some(l) = super::listener(&l["Port"], &l["Protocol"], "external".into()) {
-                out.push((owner, l));
-            }
-        }
-        read += list.len() as u64;
-        let next = if list.is_empty() {
+        let list = result[field].as_array().cloned().unwrap_or_default();
+        let got = list.len();
+        items.extend(list);
+        let read = items.len() as u64;
+        let next = if got == 0 {
             String::new()
         } else if nlb {
             result["NextToken"].as_str().unwrap_or_default().to_string()
@@ -329,7 +315,7 @@ async fn list_listeners(
             let total = result["TotalCount"].as_u64().unwrap_or(0);
             // Pages as long as this one: past the bound, stop before reading them.
             if page == 1 && total.div_ceil(read) > pager.max() as u64 {
-                return Err(pager.incomplete(&format!("{total} listeners")));
+                return Err(pager.incomplete(&format!("{total} {}", field.to_lowercase())));
             }
             if read < total {
                 (page + 1).to_string()
@@ -342,9 +328,8 @@ async fn list_listeners(
             break;
         }
     }
-    Ok(out)
+    Ok(items)
 }
-
 #[cfg(test)]
 mod tests {
     use super::*;
