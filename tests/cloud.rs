@@ -2015,18 +2015,8 @@ async fn bench_random_id_flood() {
                 .and_then(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
                 .unwrap_or(0.0)
         };
-        let metrics_text = || async move {
-            use tokio::io::{AsyncReadExt, AsyncWriteExt};
-            let mut tcp = tokio::net::TcpStream::connect(("127.0.0.1", metrics))
-                .await
-                .unwrap();
-            tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-                .await
-                .unwrap();
-            let mut text = String::new();
-            tcp.read_to_string(&mut text).await.unwrap();
-            text
-        };
+        let metrics_text =
+            || common::metrics_at(std::net::SocketAddr::from(([127, 0, 0, 1], metrics)));
         let r = client
             .post(
                 "/validate",

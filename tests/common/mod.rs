@@ -54,6 +54,18 @@ pub struct TestServer {
     stop: Option<tokio::sync::oneshot::Sender<()>>,
 }
 
+/// The plain-HTTP metrics page at `addr` (the whole response, headers included).
+pub async fn metrics_at(addr: SocketAddr) -> String {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let mut tcp = TcpStream::connect(addr).await.unwrap();
+    tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+        .await
+        .unwrap();
+    let mut text = String::new();
+    tcp.read_to_string(&mut text).await.unwrap();
+    text
+}
+
 pub fn write_pair(dir: &Path, certs: &DevCerts) -> (PathBuf, PathBuf) {
     let (c, k) = (dir.join("tls.crt"), dir.join("tls.key"));
     std::fs::write(&c, &certs.cert_pem).unwrap();
@@ -154,15 +166,7 @@ impl TestServer {
 
     /// The plain-HTTP metrics page, as a scraper without credentials reads it.
     pub async fn metrics_text(&self) -> String {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let addr = self.running.metrics_addr.expect("a metrics listener");
-        let mut tcp = TcpStream::connect(addr).await.unwrap();
-        tcp.write_all(b"GET /metrics HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
-            .await
-            .unwrap();
-        let mut text = String::new();
-        tcp.read_to_string(&mut text).await.unwrap();
-        text
+        metrics_at(self.running.metrics_addr.expect("a metrics listener")).await
     }
 
     /// Sends the shutdown signal (SIGTERM's stand-in).

@@ -16,12 +16,43 @@ use crate::install::{EXAMPLES, NS, of_kind, render, values};
 use crate::plane::{apply, call, delete, namespace};
 
 const APP_NS: &str = "identity-e2e";
-const ROLE: &str = "acs:ram::1234567890:role/lbguard-lb-readonly";
-const PROVIDER: &str = "acs:ram::1234567890:oidc-provider/ack-rrsa-c1234567890abcdef";
-const AUDIENCE: &str = "sts.aliyuncs.com";
+pub const ROLE: &str = "acs:ram::1234567890:role/lbguard-lb-readonly";
+pub const PROVIDER: &str = "acs:ram::1234567890:oidc-provider/ack-rrsa-c1234567890abcdef";
+pub const AUDIENCE: &str = "sts.aliyuncs.com";
 const STS_AK: &str = "STS.e2eTemporaryKey";
 const STS_SK: &str = "e2e-temporary-secret";
 const STS_TOKEN: &str = "e2e-security-token";
+
+/// The mock cloud with the examples' inventory and the STS stand-in, both on `host` (loopback
+/// when `None`): the STS hands out temporary credentials for [`ROLE`], to a JWT only, and the
+/// cloud accepts those credentials with their security token, and nothing else. `None`
+/// without the clouds' SDKs (a failure under `CI=true`).
+pub async fn stand_ins(host: Option<std::net::IpAddr>) -> Option<(Mock, StandIn)> {
+    let inventory =
+        std::fs::read_to_string(format!("{EXAMPLES}/inventory/inventory.yaml")).unwrap();
+    let (Some(mock), Some(sts)) = (
+        Mock::start_on(&inventory, host).await,
+        StandIn::start_on(host).await,
+    ) else {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "the clouds' SDKs are needed under CI"
+        );
+        return None;
+    };
+    sts.control(
+        "config",
+        json!({"token": "jwt", "roleArn": ROLE, "ak": STS_AK, "sk": STS_SK,
+               "sessionToken": STS_TOKEN, "lifetime": 3600}),
+    )
+    .await;
+    mock.control(
+        "creds",
+        json!({"ak": STS_AK, "sk": STS_SK, "token": STS_TOKEN}),
+    )
+    .await;
+    Some((mock, sts))
+}
 
 fn service(name: &str, id: &str) -> Value {
     json!({
@@ -34,28 +65,9 @@ fn service(name: &str, id: &str) -> Value {
 }
 
 pub async fn run(env: &mut Env) {
-    let inventory =
-        std::fs::read_to_string(format!("{EXAMPLES}/inventory/inventory.yaml")).unwrap();
-    let (Some(mock), Some(sts)) = (Mock::start(&inventory).await, StandIn::start().await) else {
-        assert!(
-            std::env::var("CI").as_deref() != Ok("true"),
-            "the clouds' SDKs are needed under CI"
-        );
+    let Some((mock, sts)) = stand_ins(None).await else {
         return;
     };
-    // The STS hands out temporary credentials for the role, to a JWT only; the cloud accepts
-    // those credentials with their security token, and nothing else.
-    sts.control(
-        "config",
-        json!({"token": "jwt", "roleArn": ROLE, "ak": STS_AK, "sk": STS_SK,
-               "sessionToken": STS_TOKEN, "lifetime": 3600}),
-    )
-    .await;
-    mock.control(
-        "creds",
-        json!({"ak": STS_AK, "sk": STS_SK, "token": STS_TOKEN}),
-    )
-    .await;
 
     let admin = env.admin[0].clone();
     let mut v = values(&env.lbguard.ca_pem);

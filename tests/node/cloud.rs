@@ -9,17 +9,11 @@ use std::net::IpAddr;
 use serde_json::{Value, json};
 
 use super::{NS, Node};
-use crate::common::mock_cloud::{Mock, REGION};
-use crate::identity_stand_in::StandIn;
+use crate::common::mock_cloud::REGION;
+use crate::identity::{AUDIENCE, PROVIDER, ROLE, stand_ins};
 
 /// The host's address on the node's pod bridge (`../shared/node/README.md`, "Layout").
 const BRIDGE: [u8; 4] = [10, 200, 0, 1];
-const ROLE: &str = "acs:ram::1234567890:role/lbguard-lb-readonly";
-const PROVIDER: &str = "acs:ram::1234567890:oidc-provider/ack-rrsa-c1234567890abcdef";
-const AUDIENCE: &str = "sts.aliyuncs.com";
-const STS_AK: &str = "STS.nodeTemporaryKey";
-const STS_SK: &str = "node-temporary-secret";
-const STS_TOKEN: &str = "node-security-token";
 
 fn service(name: &str, id: &str) -> String {
     format!(
@@ -28,27 +22,9 @@ fn service(name: &str, id: &str) -> String {
 }
 
 pub async fn workload_identity(node: &mut Node) {
-    let inventory =
-        std::fs::read_to_string(format!("{}/examples/inventory/inventory.yaml", super::ROOT))
-            .unwrap();
-    let bridge = Some(IpAddr::from(BRIDGE));
-    let mock = Mock::start_on(&inventory, bridge)
+    let (mock, sts) = stand_ins(Some(IpAddr::from(BRIDGE)))
         .await
         .expect("the clouds' Python SDKs (scripts/test installs them)");
-    let sts = StandIn::start_on(bridge)
-        .await
-        .expect("the clouds' Python SDKs (scripts/test installs them)");
-    sts.control(
-        "config",
-        json!({"token": "jwt", "roleArn": ROLE, "ak": STS_AK, "sk": STS_SK,
-               "sessionToken": STS_TOKEN, "lifetime": 3600}),
-    )
-    .await;
-    mock.control(
-        "creds",
-        json!({"ak": STS_AK, "sk": STS_SK, "token": STS_TOKEN}),
-    )
-    .await;
 
     let ca = node.dir.join("cloud-ca.crt");
     std::fs::write(&ca, format!("{}\n{}", mock.ca_pem, sts.ca_pem)).unwrap();
