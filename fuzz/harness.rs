@@ -144,7 +144,7 @@ pub fn annotations(data: &[u8]) {
         &ports[..2],
         flags & 2 == 2,
     );
-    let cluster = ClusterState::new(Default::default());
+    let cluster = ClusterState::new(lbguard::vocab::route::Scope::of(&CONFIG));
     cluster.apply_service(&service("other", &annotations, &[80], false));
     cluster.apply_service(&old);
     let versions = Versions::from_config(&CONFIG);

@@ -103,6 +103,15 @@ impl SvcBuilder {
         self
     }
 
+    /// `spec.loadBalancerClass`.
+    pub fn class(mut self, c: &str) -> Self {
+        self.0
+            .spec
+            .get_or_insert_with(Default::default)
+            .load_balancer_class = Some(c.into());
+        self
+    }
+
     pub fn build(self) -> Service {
         self.0
     }
@@ -192,7 +201,7 @@ pub fn expect_cluster(
 
 /// A cluster view holding these Services (as the watch would feed them).
 pub fn cluster_with(config: &Config, services: &[Service]) -> crate::cluster::ClusterState {
-    let state = crate::cluster::ClusterState::new(config.provider);
+    let state = crate::cluster::ClusterState::new(crate::vocab::route::Scope::of(config));
     state.replace_services(services);
     state
 }

@@ -1578,3 +1578,46 @@ fn proxy_values_become_the_pods_https_proxy_and_no_proxy() {
         );
     }
 }
+
+/// The webhooks select the Services lbguard checks, as `export-vap` and the engine do: the
+/// condition is the binary's own text for the rendered config, and MetalLB's Services (any
+/// class no controller of the provider serves) never reach the webhook.
+#[test]
+fn the_webhooks_skip_services_of_other_load_balancer_implementations() {
+    let always = json!({"mutate": "always"});
+    for values in [
+        json!({"provider": "alibaba", "webhook": always}),
+        json!({"provider": "huawei", "webhook": always}),
+        json!({"provider": "auto", "webhook": always, "config": {"loadBalancerClasses": {"corp.example/lb": "default", "corp.example/nlb": "nlb"}}}),
+        json!({"provider": "volcengine", "webhook": always, "config": {"loadBalancerClasses": {"corp.example/lb": "default"}}}),
+    ] {
+        let r = render(values.clone());
+        let want = lbguard::vap::route::ours(&rendered_config(&r));
+        let v: ValidatingWebhookConfiguration = r.one("ValidatingWebhookConfiguration");
+        let conditions = v.webhooks.unwrap()[0].match_conditions.clone().unwrap();
+        let served = conditions
+            .iter()
+            .find(|c| c.name == "served-by-provider")
+            .unwrap_or_else(|| panic!("{values}: no served-by-provider condition"));
+        assert_eq!(served.expression, want, "{values}");
+        let m: MutatingWebhookConfiguration = r.one("MutatingWebhookConfiguration");
+        {
+            let conditions = m.webhooks.unwrap()[0].match_conditions.clone().unwrap();
+            assert!(
+                conditions
+                    .iter()
+                    .any(|c| c.name == "served-by-provider" && c.expression == want),
+                "{values}"
+            );
+        }
+    }
+    let r = render(json!({"provider": "alibaba"}));
+    let v: ValidatingWebhookConfiguration = r.one("ValidatingWebhookConfiguration");
+    let text = serde_json::to_string(&v).unwrap();
+    assert!(text.contains("'alibabacloud.com/nlb'"), "{text}");
+    let bad = helm(
+        "render",
+        &json!({"provider": "alibaba", "config": {"loadBalancerClasses": {"x": "clb"}}}),
+    );
+    assert!(bad.get("error").is_some(), "{bad}");
+}

@@ -155,7 +155,7 @@ fn json_shape_matches_the_contract() {
     assert!(r["defaults"].is_array());
     assert_eq!(
         doc["summary"],
-        serde_json::json!({"checked": 1, "skipped": 0, "denied": 1, "warned": 0})
+        serde_json::json!({"checked": 1, "skipped": 0, "foreign": 0, "denied": 1, "warned": 0})
     );
 }
 
@@ -1157,5 +1157,56 @@ fn serve_errors_say_each_cause_once_and_paths_plainly() {
         text.matches("No such file or directory").count(),
         1,
         "{text}"
+    );
+}
+
+/// A Service another load balancer implementation serves is skipped, said once on stderr and
+/// counted as foreign; it does not fail the run whatever its annotations hold.
+#[test]
+fn services_of_another_load_balancer_class_are_skipped_and_counted() {
+    let manifest = r#"
+apiVersion: v1
+kind: Service
+metadata:
+  name: metal
+  namespace: web
+  annotations:
+    service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type: Internet
+spec:
+  type: LoadBalancer
+  loadBalancerClass: metallb.io/metallb
+  ports: [{port: 80}]
+---
+apiVersion: v1
+kind: Service
+metadata:
+  name: ack
+  namespace: web
+  annotations:
+    service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type: Internet
+spec:
+  type: LoadBalancer
+  ports: [{port: 80}]
+"#;
+    let out = lbguard(
+        &["check", "--provider", "alibaba", "--output", "json", "-"],
+        Some(manifest),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc = json(&out);
+    assert_eq!(doc["summary"]["checked"], 1, "{doc}");
+    assert_eq!(doc["summary"]["foreign"], 1, "{doc}");
+    assert_eq!(doc["results"][0]["name"], "ack");
+    let err = stderr(&out);
+    assert!(
+        err.contains("web/metal") && err.contains("metallb.io/metallb"),
+        "{err}"
+    );
+    let text = lbguard(&["check", "--provider", "alibaba", "-"], Some(manifest));
+    assert!(
+        String::from_utf8_lossy(&text.stdout)
+            .contains("1 Service(s) of another load balancer implementation skipped"),
+        "{}",
+        String::from_utf8_lossy(&text.stdout)
     );
 }

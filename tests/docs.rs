@@ -258,6 +258,8 @@ const EXTERNAL: &[&str] = &[
     "--cacert",
     "--from-file",
     "--check",
+    // The Volcengine controller's flag (configuration.md, whose Services are lbguard's).
+    "--loadbalancer-class",
 ];
 
 #[test]

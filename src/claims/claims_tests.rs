@@ -10,6 +10,7 @@ use serde_json::{Value, json};
 use tower_test::mock::Handle;
 
 use super::*;
+use crate::config::ProviderChoice;
 use crate::testkit::{lb, update};
 
 const NS: &str = "lbguard-system";
@@ -495,7 +496,7 @@ fn golden() -> String {
 #[test]
 fn wanted_is_new_ports_on_named_load_balancers_only() {
     let a = |id: &str| lb().pa(Provider::Alibaba, "id", id);
-    let auto = ProviderChoice::Auto;
+    let auto = &Scope::from(ProviderChoice::Auto);
     // CREATE on an existing LB: every port.
     let web = a("lb-1").port(443, "TCP").build();
     assert_eq!(wanted(auto, Svc(&web), None), vec![key(80), key(443)]);
@@ -530,7 +531,7 @@ fn wanted_is_new_ports_on_named_load_balancers_only() {
 #[tokio::test]
 async fn the_watch_reports_released_ports() {
     let view = ClusterState::new(ProviderChoice::Auto);
-    let mut rx = watch_releases(&view, ProviderChoice::Auto);
+    let mut rx = watch_releases(&view, ProviderChoice::Auto.into());
     let two = lb()
         .named("shop", "web")
         .pa(Provider::Alibaba, "id", "lb-1")

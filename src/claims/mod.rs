@@ -34,11 +34,12 @@ use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use tokio::sync::mpsc;
 
 use crate::cluster::{ClusterState, lb_uses};
-use crate::config::{ClaimsConfig, ProviderChoice};
+use crate::config::ClaimsConfig;
 use crate::engine::{ClusterView, Svc};
 use crate::inventory::Family;
 use crate::providers::{Provider, catalog};
 use crate::rules::listeners::{PORT_PROVIDERS, skips_listeners};
+use crate::vocab::route::Scope;
 
 /// Label on every claim, for listing and garbage collection.
 pub const CLAIM_LABEL: &str = "lbguard.io/claim";
@@ -96,11 +97,11 @@ impl ClaimKey {
 /// The listener ports a Service takes, as claim keys: load balancers named by id on the
 /// providers whose listeners can clash, without skip-managed-listener Services (they add no
 /// listener of their own).
-pub fn keys_of(choice: ProviderChoice, svc: Svc) -> BTreeSet<ClaimKey> {
+pub fn keys_of(scope: &Scope, svc: Svc) -> BTreeSet<ClaimKey> {
     if !svc.is_lb() {
         return BTreeSet::new();
     }
-    lb_uses(choice, svc)
+    lb_uses(scope, svc)
         .into_iter()
         .filter(|(p, _, _)| PORT_PROVIDERS.contains(p) && !skips_listeners(catalog(*p), svc))
         .flat_map(|(provider, lb, user)| {
@@ -119,24 +120,21 @@ pub fn keys_of(choice: ProviderChoice, svc: Svc) -> BTreeSet<ClaimKey> {
 /// The claims an admission needs: the ports the new object takes that the old one (an
 /// UPDATE's live object) did not already hold. Sorted, so concurrent admissions take
 /// overlapping claims in one order and one of them wins them all.
-pub fn wanted(choice: ProviderChoice, new: Svc, old: Option<Svc>) -> Vec<ClaimKey> {
-    let had = old.map(|o| keys_of(choice, o)).unwrap_or_default();
-    keys_of(choice, new)
+pub fn wanted(scope: &Scope, new: Svc, old: Option<Svc>) -> Vec<ClaimKey> {
+    let had = old.map(|o| keys_of(scope, o)).unwrap_or_default();
+    keys_of(scope, new)
         .into_iter()
         .filter(|k| !had.contains(k))
         .collect()
 }
 
 /// Tells the claims of every port the watch shows a Service no longer using.
-pub fn watch_releases(
-    view: &ClusterState,
-    choice: ProviderChoice,
-) -> mpsc::UnboundedReceiver<Released> {
+pub fn watch_releases(view: &ClusterState, scope: Scope) -> mpsc::UnboundedReceiver<Released> {
     let (tx, rx) = mpsc::unbounded_channel();
     view.on_change(Box::new(move |old, new| {
-        let keep = new.map(|n| keys_of(choice, Svc(n))).unwrap_or_default();
+        let keep = new.map(|n| keys_of(&scope, Svc(n))).unwrap_or_default();
         let holder = holder_of(Svc(old));
-        for key in keys_of(choice, Svc(old)) {
+        for key in keys_of(&scope, Svc(old)) {
             if !keep.contains(&key) {
                 let _ = tx.send((holder.clone(), key));
             }

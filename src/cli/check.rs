@@ -119,6 +119,8 @@ struct ResultJson<'a> {
 struct Summary {
     checked: usize,
     skipped: usize,
+    /// Services another load balancer implementation serves: not lbguard's.
+    foreign: usize,
     denied: usize,
     warned: usize,
 }
@@ -461,7 +463,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         .into_iter()
         .map(|f| (key_of(&f.service), f.service))
         .collect();
-    let cluster = ClusterState::new(config.provider);
+    let cluster = ClusterState::new(crate::vocab::route::Scope::of(&config));
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     errors.extend(loaded.errors);
 
@@ -488,9 +490,22 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
     }
 
+    // Services no controller of the provider serves are not checked; each is named once.
+    let (foreign, results): (Vec<Checked>, Vec<Checked>) =
+        results.into_iter().partition(|c| c.verdict.foreign);
+    for c in &foreign {
+        eprintln!(
+            "lbguard check: {}/{} ({}) skipped: {}",
+            c.input.namespace,
+            c.input.name,
+            c.origin,
+            c.verdict.exempt.as_deref().unwrap_or_default()
+        );
+    }
     let summary = Summary {
         checked: results.len(),
         skipped: loaded.skipped,
+        foreign: foreign.len(),
         denied: results.iter().filter(|c| !c.verdict.allowed()).count(),
         warned: results
             .iter()
@@ -590,11 +605,15 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         }
     }
     outln!(
-        "{} Service(s) checked: {} denied, {} allowed with warnings; {} other object(s) skipped",
+        "{} Service(s) checked: {} denied, {} allowed with warnings; {} other object(s) skipped{}",
         summary.checked,
         summary.denied,
         summary.warned,
-        summary.skipped
+        summary.skipped,
+        match summary.foreign {
+            0 => String::new(),
+            n => format!("; {n} Service(s) of another load balancer implementation skipped"),
+        }
     );
 }
 

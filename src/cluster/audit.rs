@@ -91,6 +91,10 @@ pub fn audit(
             continue;
         };
         let verdict = evaluate(&input, config, versions, state, inventory);
+        if verdict.foreign {
+            report.summary.checked -= 1;
+            continue;
+        }
         let meta = input.object.as_ref().map(|s| &s.metadata);
         let uid = meta.and_then(|m| m.uid.clone()).unwrap_or_default();
         let provider = match config.provider {

@@ -17,9 +17,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::providers::catalog;
 pub use crate::rules::listeners::lb_uses;
-use crate::vocab::config::ProviderChoice;
 use crate::vocab::ctx::{ClusterView, IngressUse, LbUser};
 use crate::vocab::provider::Provider;
+use crate::vocab::route::Scope;
 use crate::vocab::service::Svc;
 
 /// A cached LoadBalancer Service: only what the rules read. Names are shared with the
@@ -225,7 +225,7 @@ pub type ChangeHook = Box<dyn Fn(&Service, Option<&Service>) + Send + Sync>;
 
 /// The cache behind the cluster rules.
 pub struct ClusterState {
-    choice: ProviderChoice,
+    scope: Scope,
     inner: RwLock<Inner>,
     health: Mutex<Health>,
     on_change: std::sync::OnceLock<ChangeHook>,
@@ -234,7 +234,7 @@ pub struct ClusterState {
 impl std::fmt::Debug for ClusterState {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ClusterState")
-            .field("choice", &self.choice)
+            .field("scope", &self.scope)
             .field("inner", &self.inner)
             .field("health", &self.health)
             .finish_non_exhaustive()
@@ -245,9 +245,9 @@ impl std::fmt::Debug for ClusterState {
 pub const RESERVATION_TTL: Duration = Duration::from_secs(30);
 
 impl ClusterState {
-    pub fn new(choice: ProviderChoice) -> Self {
+    pub fn new(scope: impl Into<Scope>) -> Self {
         Self {
-            choice,
+            scope: scope.into(),
             inner: RwLock::new(Inner::default()),
             health: Mutex::new(Health::default()),
             on_change: std::sync::OnceLock::new(),
@@ -283,7 +283,7 @@ impl ClusterState {
     pub fn apply_service(&self, s: &Service) {
         let key = key_of(s.metadata.namespace.as_deref(), s.metadata.name.as_deref());
         let uses = if Svc(s).is_lb() {
-            lb_uses(self.choice, Svc(s))
+            lb_uses(&self.scope, Svc(s))
         } else {
             Vec::new()
         };
@@ -470,7 +470,7 @@ impl ClusterState {
     /// tolerated: they predate the update (and the rules have judged them).
     pub fn clashes(&self, svc: Svc) -> Vec<String> {
         self.read()
-            .clashes(&lb_uses(self.choice, svc), Instant::now())
+            .clashes(&lb_uses(&self.scope, svc), Instant::now())
     }
 
     /// After a relist: drops the Services it did not mention.
@@ -529,7 +529,7 @@ impl ClusterState {
     /// want one port, exactly one wins.
     pub fn reserve(&self, svc: Svc, ttl: Duration, tolerate: &[String]) -> Result<(), Vec<String>> {
         let now = Instant::now();
-        let uses = lb_uses(self.choice, svc);
+        let uses = lb_uses(&self.scope, svc);
         if uses.is_empty() {
             return Ok(());
         }

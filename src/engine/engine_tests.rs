@@ -307,3 +307,83 @@ fn unknown_rule_and_bad_version_are_both_listed() {
     assert!(e.contains("no-such-rule"), "{e}");
     assert!(e.contains("cluster.version"), "{e}");
 }
+
+/// A Service another implementation serves is not lbguard's: no rule runs, whatever its
+/// annotations say, and the reason is given; the same Service without a class is denied.
+#[rstest::rstest]
+#[case::metallb_under_alibaba("provider: alibaba\n", Some("metallb.io/metallb"), true)]
+#[case::metallb_under_auto("", Some("metallb.io/metallb"), true)]
+#[case::ack_nlb_is_alibabas("provider: alibaba\n", Some("alibabacloud.com/nlb"), false)]
+#[case::ack_nlb_is_not_ctyuns("provider: ctyun\n", Some("alibabacloud.com/nlb"), true)]
+#[case::no_class("provider: ctyun\n", None, false)]
+#[case::a_class_the_operator_added(
+    "provider: ctyun\nloadBalancerClasses:\n  corp.example/lb: default\n",
+    Some("corp.example/lb"),
+    false
+)]
+fn services_of_other_implementations_are_not_checked(
+    #[case] config: &str,
+    #[case] class: Option<&str>,
+    #[case] skipped: bool,
+) {
+    let build = || {
+        let s = lb()
+            .pa(Ctyun, "id", "a")
+            .pa(Ctyun, "address-type", "Internet")
+            .pa(Alibaba, "address-type", "Internet");
+        match class {
+            Some(c) => s.class(c),
+            None => s,
+        }
+    };
+    let v = run(&create(build()), &cfg(config));
+    assert_eq!(v.foreign, skipped, "{v:#?}");
+    assert_eq!(v.allowed(), skipped, "{v:#?}");
+    if skipped {
+        assert!(v.violations.is_empty(), "{v:#?}");
+        assert!(v.warnings()[0].contains("loadBalancerClass"), "{v:#?}");
+    }
+    // Updates too: the id may not change on a Service lbguard checks.
+    let v = run(&update(build(), build().pa(Ctyun, "id", "b")), &cfg(config));
+    assert_eq!(v.foreign, skipped, "{v:#?}");
+}
+
+#[test]
+fn acks_class_and_tunnel_annotations_hand_the_service_to_no_load_balancer_controller() {
+    for key in [
+        crate::vocab::route::ALIBABA_CLASS_ANNOTATION,
+        crate::vocab::route::ALIBABA_TUNNEL_ANNOTATION,
+    ] {
+        let s = lb().ann(key, "x").pa(Alibaba, "address-type", "Internet");
+        let v = run(&create(s), &cfg("provider: alibaba\n"));
+        assert!(v.foreign && v.allowed(), "{key}: {v:#?}");
+    }
+    let s = lb().pa(Alibaba, "address-type", "Internet");
+    assert!(!run(&create(s), &cfg("provider: alibaba\n")).allowed());
+}
+
+#[test]
+fn no_default_is_injected_into_another_implementations_service() {
+    let config = cfg("provider: volcengine\ndefaults:\n  volcengineWeight: 50\n");
+    let input = create(
+        lb().pa(Volcengine, "id", "clb-1")
+            .class("metallb.io/metallb"),
+    );
+    let m = mutate(
+        &input,
+        &config,
+        &Versions::from_config(&config),
+        &EmptyInventory,
+    )
+    .unwrap();
+    assert!(!m.changed(), "{m:#?}");
+    let input = create(lb().pa(Volcengine, "id", "clb-1"));
+    let m = mutate(
+        &input,
+        &config,
+        &Versions::from_config(&config),
+        &EmptyInventory,
+    )
+    .unwrap();
+    assert!(m.changed());
+}

@@ -21,7 +21,8 @@ use crate::vocab::provider::Provider;
 use crate::vocab::rule::{Action, Check, Gate, Rule};
 
 /// The providers whose rules apply to a request: the configured one, or with `auto` each
-/// whose annotations, label or finalizers the Service carries.
+/// whose annotations, label or finalizers the Service carries; either only when one of its
+/// controllers takes the Service.
 pub fn providers(ctx: &Ctx) -> Vec<Provider> {
     match ctx.config.provider {
         ProviderChoice::Fixed(p) => vec![p],
@@ -32,6 +33,29 @@ pub fn providers(ctx: &Ctx) -> Vec<Provider> {
                 ctx.new.is_some_and(|s| c.detect(s.0)) || ctx.old.is_some_and(|s| c.detect(s.0))
             })
             .collect(),
+    }
+    .into_iter()
+    .filter(|p| ctx.routed_to(*p))
+    .collect()
+}
+
+/// Why the request's LoadBalancer Service is not lbguard's: no controller of the configured
+/// provider (of any provider, under `auto`) takes it. `None` when one does.
+pub fn not_ours(ctx: &Ctx) -> Option<String> {
+    let candidates: &[Provider] = match &ctx.config.provider {
+        ProviderChoice::Fixed(p) => std::slice::from_ref(p),
+        ProviderChoice::Auto => &Provider::ALL,
+    };
+    if candidates.iter().any(|p| ctx.routed_to(*p)) {
+        return None;
+    }
+    let svc = ctx.new.filter(|s| s.is_lb()).or(ctx.old)?;
+    let classes = &ctx.config.load_balancer_classes;
+    match (&ctx.config.provider, svc.load_balancer_class()) {
+        (ProviderChoice::Auto, Some(class)) => Some(format!(
+            "spec.loadBalancerClass \"{class}\" is served by no controller of ctyun, alibaba, huawei or volcengine (add it to loadBalancerClasses if it is)"
+        )),
+        _ => crate::vocab::route::why_not(candidates[0], svc, classes),
     }
 }
 
@@ -52,6 +76,9 @@ pub struct Verdict {
     pub notes: Vec<String>,
     /// Set when the request was exempt and not checked; says why.
     pub exempt: Option<String>,
+    /// With `exempt`: the Service is served by another load balancer implementation, so it
+    /// is not lbguard's at all (no report entry either).
+    pub foreign: bool,
 }
 
 impl Verdict {
@@ -222,6 +249,12 @@ fn evaluate_once(
         return verdict;
     }
     let ctx = Ctx::new(input, config, versions, cluster, inventory);
+    if let Some(why) = not_ours(&ctx) {
+        verdict.notes.push(format!("lbguard: not checked: {why}"));
+        verdict.exempt = Some(why);
+        verdict.foreign = true;
+        return verdict;
+    }
     let providers = providers(&ctx);
     if providers.len() > 1 {
         let names: Vec<&str> = providers.iter().map(|p| p.as_str()).collect();

@@ -125,6 +125,12 @@ pub fn mutate(
         .as_ref()
         .filter(|o| input.operation == Operation::Update && super::Svc(o).is_lb());
     let ctx = Ctx::new(input, config, versions, &EmptyCluster, inventory);
+    if super::not_ours(&ctx).is_some() {
+        return Some(Mutation {
+            desired: b.desired,
+            applied: b.applied,
+        });
+    }
     let providers = super::providers(&ctx);
     let new = super::Svc(object);
     let d = &config.defaults;

@@ -9,10 +9,11 @@ use std::sync::Arc;
 use super::inventory::reused;
 use crate::providers::catalog;
 pub use crate::vocab::checks::protocol_entries;
-use crate::vocab::config::{ProviderChoice, ProxyMode};
+use crate::vocab::config::ProxyMode;
 use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
 use crate::vocab::lb::{Family, protocol_family};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::route::Scope;
 use crate::vocab::rule::{Rule, Vap, rule};
 use crate::vocab::service::Svc;
 
@@ -99,12 +100,10 @@ pub static RULES: &[Rule] = &[
     ),
 ];
 
-/// Every load balancer a Service uses, one entry per provider whose id it carries.
-pub fn lb_uses(choice: ProviderChoice, svc: Svc) -> Vec<(Provider, String, LbUser)> {
-    let providers: &[Provider] = match &choice {
-        ProviderChoice::Fixed(p) => std::slice::from_ref(p),
-        ProviderChoice::Auto => &Provider::ALL,
-    };
+/// Every load balancer a Service uses, one entry per provider whose id it carries and one
+/// of whose controllers takes it.
+pub fn lb_uses(scope: &Scope, svc: Svc) -> Vec<(Provider, String, LbUser)> {
+    let providers = scope.providers();
     let meta = &svc.0.metadata;
     let namespace: Arc<str> = meta.namespace.as_deref().unwrap_or("default").into();
     let name: Arc<str> = meta.name.as_deref().unwrap_or_default().into();
@@ -113,6 +112,7 @@ pub fn lb_uses(choice: ProviderChoice, svc: Svc) -> Vec<(Provider, String, LbUse
         .filter_map(|p| {
             let cat = catalog(*p);
             let id = cat.get(svc, "id")?;
+            scope.controller(*p, svc)?;
             Some((
                 *p,
                 id.value.to_string(),
@@ -199,7 +199,7 @@ pub fn port_clashes(a: &LbUser, b: &LbUser) -> Vec<String> {
 /// This request's own use of the load balancer, and the other users of it.
 fn me_and_others(ctx: &Ctx, cat: &'static Catalog) -> Option<(String, LbUser, Vec<LbUser>)> {
     let new = ctx.new?;
-    let (_, id, me) = lb_uses(ProviderChoice::Fixed(cat.provider), new)
+    let (_, id, me) = lb_uses(&Scope::of(ctx.config).fixed(cat.provider), new)
         .into_iter()
         .next()?;
     let mut users = Vec::new();

@@ -79,7 +79,7 @@ impl App {
     pub fn new(config: Config, metrics: Arc<Metrics>) -> AppState {
         Arc::new(App {
             versions: arc_swap::ArcSwap::from_pointee(Versions::from_config(&config)),
-            cluster: Arc::new(ClusterState::new(config.provider)),
+            cluster: Arc::new(ClusterState::new(crate::vocab::route::Scope::of(&config))),
             report: arc_swap::ArcSwap::from_pointee(Report::default()),
             config,
             metrics,
@@ -104,7 +104,10 @@ impl App {
             self.config.claims.clone(),
             self.metrics.claims.clone(),
         ));
-        let released = crate::claims::watch_releases(&self.cluster, self.config.provider);
+        let released = crate::claims::watch_releases(
+            &self.cluster,
+            crate::vocab::route::Scope::of(&self.config),
+        );
         Arc::clone(&claims).spawn(released);
         if let Some(app) = Arc::get_mut(self) {
             app.claims = Some(claims);

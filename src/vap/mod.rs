@@ -10,6 +10,7 @@
 #[cfg(test)]
 pub mod eval;
 pub mod mutating;
+pub mod route;
 
 use std::collections::BTreeMap;
 
@@ -146,14 +147,22 @@ fn export_rule(
             .collect(),
     };
     for cat in targets {
+        let scope = crate::vocab::route::Scope::of(config);
         let applies_new = match (cat, fixed) {
-            (Some(c), false) => {
-                format!("({} || {})", detects(c, "object"), detects(c, "oldObject"))
-            }
+            (Some(c), false) => format!(
+                "({} || {}) && ({})",
+                detects(c, "object"),
+                detects(c, "oldObject"),
+                route::routed_to(c.provider, &scope)
+            ),
             _ => "true".into(),
         };
         let applies_old = match (cat, fixed) {
-            (Some(c), false) => detects(c, "oldObject"),
+            (Some(c), false) => format!(
+                "{} && {}",
+                detects(c, "oldObject"),
+                on(&route::served_by(c.provider, &scope), "oldObject")
+            ),
             _ => "true".into(),
         };
         let ratchet = (action == Action::Deny && rule.gate == Gate::Admit).then(|| {
@@ -255,7 +264,10 @@ fn policy_and_binding(
     let ex = &config.exemptions;
     // Rules that run on any update (finalizers) or delete (deletion protection) see every
     // Service, as in the engine.
-    let mut conditions = Vec::new();
+    let mut conditions = vec![MatchCondition {
+        name: "served-by-provider".into(),
+        expression: route::ours(config),
+    }];
     if !matches!(rule.gate, Gate::Update | Gate::Delete) {
         conditions.push(MatchCondition {
             name: "is-or-was-load-balancer".into(),

@@ -120,9 +120,10 @@ fn provider_applies(config: &Config, p: Provider) -> Option<String> {
         ProviderChoice::Auto => {
             let cat = catalog(p);
             Some(format!(
-                "{} || {}",
+                "({} || {}) && ({})",
                 super::detects(cat, "object"),
-                super::detects(cat, "oldObject")
+                super::detects(cat, "oldObject"),
+                super::route::routed_to(p, &crate::vocab::route::Scope::of(config))
             ))
         }
     }
@@ -279,10 +280,16 @@ pub fn export(config: &Config, versions: &Versions, api: Result<Api, String>) ->
         ("lbguard.io/defaults", "true"),
     ]);
     let ex = &config.exemptions;
-    let mut conditions = vec![json!({
-        "name": "is-load-balancer",
-        "expression": format!("object != null && {}", on(IS_LB, "object")),
-    })];
+    let mut conditions = vec![
+        json!({
+            "name": "is-load-balancer",
+            "expression": format!("object != null && {}", on(IS_LB, "object")),
+        }),
+        json!({
+            "name": "served-by-provider",
+            "expression": super::route::ours(config),
+        }),
+    ];
     if !ex.users.is_empty() || !ex.groups.is_empty() {
         let users: Vec<&str> = ex.users.iter().map(String::as_str).collect();
         let groups: Vec<&str> = ex.groups.iter().map(String::as_str).collect();

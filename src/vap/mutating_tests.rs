@@ -175,7 +175,8 @@ fn exemptions_become_a_namespace_selector_and_a_match_condition() {
     assert_eq!(sel["values"][0], "kube-system");
     let conditions = m.objects[0]["spec"]["matchConditions"].as_array().unwrap();
     assert_eq!(conditions[0]["name"], "is-load-balancer");
-    let exempt = conditions[1]["expression"].as_str().unwrap();
+    assert_eq!(conditions[1]["name"], "served-by-provider");
+    let exempt = conditions[2]["expression"].as_str().unwrap();
     assert!(
         exempt.contains("['alice']") && exempt.contains("['ops']"),
         "{exempt}"
@@ -187,7 +188,7 @@ fn exemptions_become_a_namespace_selector_and_a_match_condition() {
             .as_array()
             .unwrap()
             .len(),
-        1
+        2
     );
 }
 

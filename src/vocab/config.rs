@@ -78,6 +78,9 @@ pub struct Config {
     /// Annotation names (without the provider prefix) to accept besides lbguard's catalog,
     /// for `unknown-annotation`.
     pub known_annotations: BTreeMap<Provider, Vec<String>>,
+    /// `spec.loadBalancerClass` values a controller of the provider serves besides the
+    /// built-in ones (ACK's `alibabacloud.com/nlb`), and which one.
+    pub load_balancer_classes: super::route::Classes,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -572,7 +575,13 @@ impl Config {
 
     /// Everything wrong with the config that serde cannot see.
     pub fn problems(&self) -> Vec<String> {
-        let mut problems = Vec::new();
+        let mut problems = super::route::problems(
+            &self.load_balancer_classes,
+            match self.provider {
+                ProviderChoice::Fixed(p) => Some(p),
+                ProviderChoice::Auto => None,
+            },
+        );
         if let Some(v) = &self.cluster.version
             && let Err(e) = v.parse::<KubeVersion>()
         {

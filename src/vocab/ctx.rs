@@ -143,6 +143,30 @@ impl<'a> Ctx<'a> {
         }
     }
 
+    /// The controller of `p` that takes this request's Service: the new object's, or on a
+    /// change away from LoadBalancer (or a delete) the live one's.
+    pub fn controller(&self, p: Provider) -> Option<super::route::Controller> {
+        let classes = &self.config.load_balancer_classes;
+        self.new
+            .and_then(|s| super::route::controller(p, s, classes))
+            .or_else(|| {
+                self.old
+                    .and_then(|s| super::route::controller(p, s, classes))
+            })
+    }
+
+    /// True when `p` has a say on this request: a controller of `p` takes its LoadBalancer
+    /// Service, or neither object is a LoadBalancer (deletion protection, finalizers).
+    pub fn routed_to(&self, p: Provider) -> bool {
+        let lb = |s: Option<Svc>| s.is_some_and(|s| s.is_lb());
+        (!lb(self.new) && !lb(self.old)) || self.controller(p).is_some()
+    }
+
+    /// ACK's NLB controller takes the Service.
+    pub fn is_nlb(&self, p: Provider) -> bool {
+        self.controller(p) == Some(super::route::Controller::Nlb)
+    }
+
     /// True when the request comes from the cloud controller (config `ccm.users/groups`).
     pub fn by_ccm(&self) -> bool {
         let (ccm, user) = (&self.config.ccm, &self.input.user);

@@ -12,6 +12,7 @@ pub mod duration;
 pub mod input;
 pub mod lb;
 pub mod provider;
+pub mod route;
 pub mod rule;
 pub mod service;
 pub mod version;

@@ -41,6 +41,14 @@ impl<'a> Svc<'a> {
         self.type_() == "LoadBalancer"
     }
 
+    /// `spec.loadBalancerClass`: which implementation serves the load balancer.
+    pub fn load_balancer_class(self) -> Option<&'a str> {
+        self.0
+            .spec
+            .as_ref()
+            .and_then(|s| s.load_balancer_class.as_deref())
+    }
+
     pub fn ports(self) -> &'a [ServicePort] {
         self.0
             .spec

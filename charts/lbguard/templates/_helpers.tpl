@@ -155,3 +155,41 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- else -}}{{- fail "inventory.cloud.credentials.projectedToken: CTyun's SDK offers only an access key" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The Services lbguard checks, as CEL for the webhooks' matchConditions: neither object a
+LoadBalancer, or one that a controller of the provider serves (spec.loadBalancerClass, and
+ACK's class and tunnel annotations; ACK's NLB class, VKE's published controller's class).
+The same text as `lbguard export-vap`'s
+served-by-provider condition (src/vap/route.rs); tests/chart.rs compares them.
+*/}}
+{{- define "lbguard.ours" -}}
+{{- $p := toString .Values.provider -}}
+{{- $providers := list $p -}}
+{{- if eq $p "auto" -}}{{- $providers = list "ctyun" "alibaba" "huawei" "volcengine" -}}{{- end -}}
+{{- $classes := .Values.config.loadBalancerClasses | default dict -}}
+{{- $lb := dict -}}
+{{- $served := dict -}}
+{{- range $v := list "object" "oldObject" -}}
+{{- $isLb := printf "(%s != null && (has(%s.spec) && has(%s.spec.type) && %s.spec.type == 'LoadBalancer'))" $v $v $v $v -}}
+{{- $_ := set $lb $v $isLb -}}
+{{- $any := list -}}
+{{- range $prov := $providers -}}
+{{- $names := list -}}
+{{- range $k := keys $classes | sortAlpha -}}
+{{- if or (eq (get $classes $k) "default") (eq $prov "alibaba") -}}{{- $names = append $names (printf "'%s'" $k) -}}{{- end -}}
+{{- end -}}
+{{- $unset := "true" -}}
+{{- if eq $prov "volcengine" -}}
+{{- $names = append $names "'volcengine.com/clb'" -}}
+{{- end -}}
+{{- if eq $prov "alibaba" -}}
+{{- $names = append $names "'alibabacloud.com/nlb'" -}}
+{{- $unset = printf "!(has(%s.metadata.annotations) && (('service.beta.kubernetes.io/class' in %s.metadata.annotations && %s.metadata.annotations['service.beta.kubernetes.io/class'] != '') || 'service.beta.kubernetes.io/alibaba-cloud-loadbalancer-tunnel-type' in %s.metadata.annotations))" $v $v $v $v -}}
+{{- end -}}
+{{- $any = append $any (printf "(has(%s.spec.loadBalancerClass) ? %s.spec.loadBalancerClass in [%s] : %s)" $v $v (join ", " $names) $unset) -}}
+{{- end -}}
+{{- $_ := set $served $v (printf "(%s && (%s))" $isLb (join " || " $any)) -}}
+{{- end -}}
+{{- printf "(!%s && !%s) || %s || %s" $lb.object $lb.oldObject $served.object $served.oldObject -}}
+{{- end -}}
