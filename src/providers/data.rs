@@ -60,6 +60,14 @@ mod tests {
                     e.name,
                     e.source
                 );
+                if let Some(r) = &e.range {
+                    assert!(t.sources.contains_key(r), "{p} {}: range {r}", e.name);
+                }
+                assert!(
+                    e.code.is_empty() || t.code_base.is_some(),
+                    "{p} {}: code lines without the table's codeBase",
+                    e.name
+                );
                 if let Some(d) = &e.default
                     && e.rule.is_none()
                 {
@@ -121,6 +129,13 @@ mod tests {
             since: since.iter().map(|s| s.parse().unwrap()).collect(),
             version_rule: None,
             source: "s".into(),
+            range: None,
+            nlb_format: None,
+            error: None,
+            nlb_error: None,
+            code: Vec::new(),
+            reading: None,
+            instead: None,
         };
         assert_eq!(e.supported_at(&at.parse().unwrap()), ok);
     }

@@ -3,7 +3,7 @@
 
 use std::ops::Bound;
 
-use crate::vocab::annotations::{Entry, Format};
+use crate::vocab::annotations::Entry;
 use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
@@ -109,39 +109,6 @@ fn annotation_ccm_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) 
     }
 }
 
-/// White space as Rust's `char::is_whitespace` (Unicode White_Space) sees it, spelled out
-/// because RE2's `\s` (Kubernetes' regex engine) is ASCII only.
-const WHITE_SPACE: &str = r"[\s\v\x{85}\p{Z}]";
-
-/// CEL that is true when `v` (a CEL string) has the format; `None` when CEL cannot tell.
-fn format_cel(f: &Format, v: &str) -> Option<String> {
-    let token = |t: &str| format!("({t} != '' && !{t}.matches({}))", cel::lit(WHITE_SPACE));
-    Some(match f {
-        Format::String => "true".into(),
-        Format::Token => token(v),
-        Format::Bool | Format::OnOff | Format::Enum(_) => {
-            let values: Vec<&str> = f.values().collect();
-            format!("{v} in {}", cel::list(&values))
-        }
-        Format::Int(range) => {
-            let mut out = format!("{v}.matches('^-?[0-9]{{1,18}}$')");
-            if let Some(min) = range.first() {
-                out.push_str(&format!(" && int({v}) >= {min}"));
-            }
-            if let Some(max) = range.get(1) {
-                out.push_str(&format!(" && int({v}) <= {max}"));
-            }
-            out
-        }
-        Format::Tokens => format!("{v}.split(',').all(t, {})", token("t.trim()")),
-        Format::KeyValues => format!(
-            "{v}.split(',').all(kv, kv.indexOf('=') >= 0 && {})",
-            token("kv.substring(0, kv.indexOf('=')).trim()")
-        ),
-        Format::Json => return None,
-    })
-}
-
 fn annotation_value_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let mut out = Vec::new();
@@ -149,7 +116,7 @@ fn annotation_value_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str
         for prefix in cat.prefixes() {
             let key = format!("{prefix}{}", e.name);
             let value = cel::annotation(&key);
-            let Some(ok) = format_cel(&e.format, &value) else {
+            let Some(ok) = e.format.cel(&value) else {
                 return Err(
                     "JSON values (Huawei's elb.*-option annotations) need a JSON parser, which Kubernetes CEL lacks; export it with --provider ctyun or volcengine",
                 );

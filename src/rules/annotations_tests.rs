@@ -167,7 +167,7 @@ fn walk(p: Provider) {
     let t = table(p);
     let fixed = cfg(&format!("provider: {p}\n"));
     let mut all = lb();
-    for e in &t.annotations {
+    for e in t.annotations.iter().filter(|e| e.instead.is_none()) {
         let example = e.format.example().trim_matches(['"', '\'']).to_string();
         all = all.pa(p, &e.name, &example);
     }
@@ -179,9 +179,11 @@ fn walk(p: Provider) {
         .collect();
     assert!(unknown.is_empty(), "{p}: {unknown:#?}");
 
-    for e in &t.annotations {
+    for e in t.annotations.iter().filter(|e| e.instead.is_none()) {
         let mut good: Vec<String> = e.format.allowed();
-        if let crate::providers::data::Format::Int(r) = &e.format {
+        if let crate::providers::data::Format::Int(r) | crate::providers::data::Format::Atoi(r) =
+            &e.format
+        {
             good.extend(r.iter().map(i64::to_string));
         }
         for value in good {

@@ -51,8 +51,8 @@ pub static RULES: &[Rule] = &[
         class: Class::Object,
         gate: Gate::Admit,
         default: Action::Deny,
-        title: "address-type is \"internet\" or \"intranet\", exact case",
-        source: "000, 001 address-type: \"internet\" / \"intranet\"",
+        title: "address-type is \"internet\" or \"intranet\" (exact case; ACK's NLB controller takes any case)",
+        source: "000, 001 address-type: \"internet\" / \"intranet\"; kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/model/nlb/nlb.go:21-29 (NLB: strings.EqualFold)",
         check: Check::PerProvider(address_type_value),
         vap: Vap::Cel(address_type_value_cel),
     },
@@ -84,8 +84,8 @@ pub static RULES: &[Rule] = &[
         class: Class::Transition,
         gate: Gate::Transition,
         default: Action::Deny,
-        title: "Load balancer attributes fixed at creation (Alibaba address-type, zones, ip-version, ...; Huawei elb.class, elb.autocreate) cannot change",
-        source: "Alibaba CCM clbv1/loadbalancer.go \"can not change ... once created\"; CCE docs",
+        title: "Load balancer attributes fixed at creation cannot change (ACK CLB: address-type, zones, ip-version, resource group, network-type, ip; ACK NLB: ip-version, resource group; CCE: elb.class, elb.autocreate)",
+        source: "kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/loadbalancer.go:127-154 (\"can not change ... once created\"), nlbv2/loadbalancer.go:187-206 (ip-version and resource group fail; address-type and zones change in place); CCE Service annotation reference (class, autocreate)",
         check: Check::PerProvider(lb_attributes_immutable),
         vap: Vap::Cel(lb_attributes_immutable_cel),
     },
@@ -204,14 +204,26 @@ fn finalizer_protected(ctx: &Ctx, out: &mut Findings) {
 
 fn address_type_value(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
+    let nlb = ctx.is_nlb(cat.provider);
+    let ok = |v: &str| {
+        ["internet", "intranet"].iter().any(|t| {
+            if nlb {
+                t.eq_ignore_ascii_case(v)
+            } else {
+                *t == v
+            }
+        })
+    };
     if let Some(a) = cat.get(new, "address-type")
-        && a.value != "internet"
-        && a.value != "intranet"
+        && !ok(a.value)
+        // ACK's controllers read an empty value as unset.
+        && !(cat.provider == Provider::Alibaba && a.value.is_empty())
     {
+        let case = if nlb { "any case" } else { "exact, lower case" };
         out.push(
             annotation_field(a.key),
             format!(
-                "{} is \"{}\"; allowed: \"internet\" or \"intranet\" (exact, lower case)",
+                "{} is \"{}\"; allowed: \"internet\" or \"intranet\" ({case})",
                 a.key, a.value
             ),
         );
@@ -221,11 +233,21 @@ fn address_type_value(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 fn address_type_value_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let a = cel::catalog_annotation(cat, "address-type");
+    let (nlb, empty_ok) = match cat.provider {
+        Provider::Alibaba => (
+            crate::providers::alibaba::nlb_cel(v),
+            format!(" && {} != ''", a.value),
+        ),
+        _ => ("false".to_string(), String::new()),
+    };
     Ok(vec![
         CelCheck::new(
-            format!("{} && !({} in ['internet', 'intranet'])", a.present, a.value),
             format!(
-                "'[address-type-value] ' + {} + ' is \"' + {} + '\"; allowed: \"internet\" or \"intranet\" (exact, lower case)'",
+                "{}{empty_ok} && !(({nlb} ? {}.lowerAscii() : {}) in ['internet', 'intranet'])",
+                a.present, a.value, a.value
+            ),
+            format!(
+                "'[address-type-value] ' + {} + ' is \"' + {} + '\"; allowed: \"internet\" or \"intranet\" (' + ({nlb} ? 'any case' : 'exact, lower case') + ')'",
                 a.key, a.value
             ),
         )
@@ -301,44 +323,147 @@ fn enum_values(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 }
 
 /// The attributes `lb-attributes-immutable` protects, with the CCM's default.
-fn immutable_attributes(p: Provider) -> &'static [(&'static str, Option<&'static str>)] {
+/// An attribute the controller fixes when it creates the load balancer.
+struct Fixed {
+    suffix: &'static str,
+    /// What the controller assumes when the annotation is absent.
+    default: Option<&'static str>,
+    /// The CLB (or CCE) controller's error when it changes; `None`: not compared.
+    clb: Option<&'static str>,
+    /// ACK NLB: the error when it changes (compared in any case), or `None`.
+    nlb: Option<&'static str>,
+    /// ACK NLB applies a change in place: what it does, for a warning.
+    nlb_in_place: Option<&'static str>,
+}
+
+const fn fixed(suffix: &'static str, default: Option<&'static str>, clb: &'static str) -> Fixed {
+    Fixed {
+        suffix,
+        default,
+        clb: Some(clb),
+        nlb: None,
+        nlb_in_place: None,
+    }
+}
+
+/// kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/
+/// loadbalancer.go:127-154 and nlbv2/loadbalancer.go:187-206, 214-226.
+static ALIBABA_FIXED: &[Fixed] = &[
+    Fixed {
+        nlb_in_place: Some(
+            "the NLB controller converts the NLB's address type in place (UpdateNLBAddressType): its address changes",
+        ),
+        ..fixed(
+            "address-type",
+            Some("internet"),
+            "alicloud: can not change LoadBalancer AddressType once created. delete and retry",
+        )
+    },
+    fixed(
+        "master-zoneid",
+        None,
+        "alicloud: can not change LoadBalancer master zone id once created",
+    ),
+    fixed(
+        "slave-zoneid",
+        None,
+        "alicloud: can not change LoadBalancer slave zone id once created",
+    ),
+    Fixed {
+        nlb: Some("AddressIpVersion cannot be changed"),
+        ..fixed(
+            "ip-version",
+            Some("ipv4"),
+            "alicloud: can not change LoadBalancer AddressIPVersion once created",
+        )
+    },
+    Fixed {
+        nlb: Some("ResourceGroupId cannot be changed"),
+        ..fixed(
+            "resource-group-id",
+            None,
+            "alicloud: can not change ResourceGroupId once created",
+        )
+    },
+    fixed(
+        "network-type",
+        None,
+        "alicloud: can not change LoadBalancer network type once created",
+    ),
+    fixed(
+        "ip",
+        None,
+        "alicloud: can not change LoadBalancer address once created",
+    ),
+    Fixed {
+        suffix: "zone-maps",
+        default: None,
+        clb: None,
+        nlb: None,
+        nlb_in_place: Some(
+            "the NLB controller adds or moves the NLB's zones in place (a zone removed from the annotation stays on the NLB)",
+        ),
+    },
+];
+
+static HUAWEI_FIXED: &[Fixed] = &[
+    fixed("class", Some("union"), "can not change ... once created"),
+    fixed("autocreate", None, "can not change ... once created"),
+];
+
+fn immutable_attributes(p: Provider) -> &'static [Fixed] {
     match p {
-        Provider::Alibaba => &[
-            ("address-type", Some("internet")),
-            ("master-zoneid", None),
-            ("slave-zoneid", None),
-            ("ip-version", Some("ipv4")),
-            ("resource-group-id", None),
-            ("slb-network-type", None),
-            ("ip", None),
-        ],
-        Provider::Huawei => &[("class", Some("union")), ("autocreate", None)],
+        Provider::Alibaba => ALIBABA_FIXED,
+        Provider::Huawei => HUAWEI_FIXED,
         _ => &[],
     }
 }
 
 /// Attributes the CCM sets when it creates the LB and refuses to change afterwards.
-/// Alibaba's CCM compares the annotation with the live LB, so a removed annotation is
-/// ignored and an unset one means the CCM default; Huawei's class defaults to `union`.
-/// The catalog's `network-type` is the CCM's `slb-network-type` key.
+/// ACK's controllers compare the annotation with the live LB, so a removed (or empty)
+/// annotation is ignored and an unset one means the CCM default; CCE's class defaults to
+/// `union`. ACK's NLB controller compares in any case and changes its address type and zones
+/// in place (a warning, not a denial).
 fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
         return;
     };
-    let attrs = immutable_attributes(cat.provider);
-    if attrs.is_empty() {
-        return;
+    let nlb = ctx.is_nlb(cat.provider);
+    let alibaba = cat.provider == Provider::Alibaba;
+    fn read(
+        a: Option<crate::vocab::provider::Annot<'_>>,
+        alibaba: bool,
+    ) -> Option<crate::vocab::provider::Annot<'_>> {
+        a.filter(|a| !(alibaba && a.value.is_empty()))
     }
-    for (suffix, default) in attrs {
-        let Some(n) = cat.get(new, suffix) else {
+    for f in immutable_attributes(cat.provider) {
+        let Some(n) = read(cat.get(new, f.suffix), alibaba) else {
             continue;
         };
-        let before = cat.get(old, suffix).map(|a| a.value).or(*default);
-        if before != Some(n.value) {
-            let was = before.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""));
+        let before = read(cat.get(old, f.suffix), alibaba)
+            .map(|a| a.value)
+            .or(f.default);
+        let changed = |fold: bool| match before {
+            Some(b) if fold => !b.eq_ignore_ascii_case(n.value),
+            Some(b) => b != n.value,
+            None => true,
+        };
+        let was = before.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""));
+        let (error, fold) = if nlb { (f.nlb, true) } else { (f.clb, false) };
+        if let Some(error) = error
+            && changed(fold)
+        {
             out.push(
                 annotation_field(n.key),
-                format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); the cloud controller fails with \"can not change ... once created\"; restore the old value, or delete and recreate the Service", n.key, n.value),
+                format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); the cloud controller fails with \"{error}\"; restore the old value, or delete and recreate the Service", n.key, n.value),
+            );
+        } else if nlb
+            && let Some(what) = f.nlb_in_place
+            && changed(true)
+        {
+            out.advise(
+                annotation_field(n.key),
+                format!("{} changes from {was} to \"{}\": {what}", n.key, n.value),
             );
         }
     }
@@ -485,30 +610,82 @@ fn enum_values_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 
 fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    Ok(immutable_attributes(cat.provider)
-        .iter()
-        .map(|(suffix, default)| {
-            let a = cel::catalog_annotation(cat, suffix);
-            let (op, ov) = (cel::on(&a.present, "oldObject"), cel::on(&a.value, "oldObject"));
-            let (np, nv, nk) = (
-                cel::on(&a.present, "object"),
-                cel::on(&a.value, "object"),
-                cel::on(&a.key, "object"),
-            );
-            let before_differs = match default {
-                Some(d) => format!("({op} ? {ov} != {nv} : {} != {nv})", cel::lit(d)),
-                None => format!("(!{op} || {ov} != {nv})"),
+    let alibaba = cat.provider == Provider::Alibaba;
+    let nlb = if alibaba {
+        cel::on(&crate::providers::alibaba::nlb_cel(v), "object")
+    } else {
+        "false".into()
+    };
+    let mut out = Vec::new();
+    for f in immutable_attributes(cat.provider) {
+        let a = cel::catalog_annotation(cat, f.suffix);
+        let set = |s: &str| {
+            let (p, val) = (cel::on(&a.present, s), cel::on(&a.value, s));
+            if alibaba {
+                format!("({p} && {val} != '')")
+            } else {
+                p
+            }
+        };
+        let (op, ov) = (set("oldObject"), cel::on(&a.value, "oldObject"));
+        let (np, nv, nk) = (
+            set("object"),
+            cel::on(&a.value, "object"),
+            cel::on(&a.key, "object"),
+        );
+        let differs = |fold: bool| {
+            let (o, n) = if fold {
+                (format!("{ov}.lowerAscii()"), format!("{nv}.lowerAscii()"))
+            } else {
+                (ov.clone(), nv.clone())
             };
-            let was = match default {
-                Some(d) => format!("({op} ? '\"' + {ov} + '\"' : {})", cel::lit(&format!("\"{d}\""))),
-                None => format!("({op} ? '\"' + {ov} + '\"' : 'unset')"),
-            };
-            CelCheck::new(
-                format!("{np} && {before_differs}"),
-                format!("'[lb-attributes-immutable] ' + {nk} + ' cannot change once the load balancer exists (was ' + {was} + ', now \"' + {nv} + '\"); the cloud controller fails with \"can not change ... once created\"; restore the old value, or delete and recreate the Service'"),
+            match f.default {
+                Some(d) => {
+                    let d = if fold {
+                        d.to_ascii_lowercase()
+                    } else {
+                        d.to_string()
+                    };
+                    format!("({op} ? {o} != {n} : {} != {n})", cel::lit(&d))
+                }
+                None => format!("(!{op} || {o} != {n})"),
+            }
+        };
+        let was = match f.default {
+            Some(d) => format!(
+                "({op} ? '\"' + {ov} + '\"' : {})",
+                cel::lit(&format!("\"{d}\""))
+            ),
+            None => format!("({op} ? '\"' + {ov} + '\"' : 'unset')"),
+        };
+        let message = |error: &str| {
+            format!(
+                "'[lb-attributes-immutable] ' + {nk} + ' cannot change once the load balancer exists (was ' + {was} + ', now \"' + {nv} + '\"); the cloud controller fails with \"{}\"; restore the old value, or delete and recreate the Service'",
+                error.replace('\'', "\\'").replace('"', "\\\"")
             )
-        })
-        .collect())
+        };
+        if let Some(e) = f.clb {
+            out.push(CelCheck::new(
+                format!("!{nlb} && {np} && {}", differs(false)),
+                message(e),
+            ));
+        }
+        if let Some(e) = f.nlb {
+            out.push(CelCheck::new(
+                format!("{nlb} && {np} && {}", differs(true)),
+                message(e),
+            ));
+        } else if let Some(what) = f.nlb_in_place {
+            out.push(CelCheck::advice(
+                format!("{nlb} && {np} && {}", differs(true)),
+                format!(
+                    "'[lb-attributes-immutable] ' + {nk} + ' changes from ' + {was} + ' to \"' + {nv} + '\": {}'",
+                    what.replace('\'', "\\'").replace('"', "\\\"")
+                ),
+            ));
+        }
+    }
+    Ok(out)
 }
 
 fn deletion_protection_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
@@ -557,7 +734,25 @@ fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         if known {
             continue;
         }
-        let hint = closest(key, cat.table().names().map(|s| cat.key(s)))
+        let instead = cat.prefixes().find_map(|p| {
+            let e = cat.table().get(key.strip_prefix(p)?)?;
+            Some(format!("{p}{}", e.instead.as_deref()?))
+        });
+        if let Some(real) = instead {
+            out.push(
+                annotation_field(key),
+                format!("{key} is documented but the {} cloud controller reads {real} instead, so it has no effect; rename it to {real}", cat.provider),
+            );
+            continue;
+        }
+        let hint = closest(
+            key,
+            cat.table()
+                .annotations
+                .iter()
+                .filter(|e| e.instead.is_none())
+                .map(|e| cat.key(&e.name)),
+        )
             .map(|k| format!("; did you mean \"{k}\"?"))
             .unwrap_or_else(|| "; annotation names are case sensitive, check the spelling in the provider's documentation (or list it under knownAnnotations in the config)".into());
         out.push(

@@ -92,6 +92,16 @@ pub(crate) fn detects(cat: &Catalog, var: &str) -> String {
     if let Some(l) = cat.lb_id_label {
         any.push(cel::has_label(l));
     }
+    let classes: Vec<&str> = crate::vocab::route::builtin_classes(cat.provider)
+        .iter()
+        .map(|(c, _)| *c)
+        .collect();
+    if !classes.is_empty() {
+        any.push(format!(
+            "(has($s.spec.loadBalancerClass) && $s.spec.loadBalancerClass in {})",
+            cel::list(&classes)
+        ));
+    }
     if !cat.finalizers.is_empty() {
         any.push(format!(
             "(has($s.metadata.finalizers) && $s.metadata.finalizers.exists(f, f in {}))",

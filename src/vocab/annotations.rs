@@ -25,8 +25,15 @@ pub enum Format {
     Enum(Vec<String>),
     /// A whole number in `[min, max]`; `[min]` has no upper bound.
     Int(Vec<i64>),
+    /// A whole number as Go's `strconv.Atoi` reads it (a sign allowed, no spaces), in
+    /// `[min, max]`.
+    Atoi(Vec<i64>),
+    /// One of these, in any case (the controller compares with Go's `strings.EqualFold`).
+    EnumFold(Vec<String>),
     /// A JSON object.
     Json,
+    /// A JSON object, or an array of objects (one per port).
+    JsonObjects,
     /// Comma-separated tokens.
     Tokens,
     /// `key=value` pairs, comma separated.
@@ -41,6 +48,14 @@ pub fn parse_int(v: &str) -> Option<i64> {
         return None;
     }
     v.parse().ok()
+}
+
+fn in_range(n: i64, range: &[i64]) -> Result<(), String> {
+    match (range.first(), range.get(1)) {
+        (Some(min), _) if n < *min => Err("it is below the minimum".into()),
+        (_, Some(max)) if n > *max => Err("it is above the maximum".into()),
+        _ => Ok(()),
+    }
 }
 
 fn is_token(v: &str) -> bool {
@@ -68,17 +83,30 @@ impl Format {
             }
             Format::Int(range) => match parse_int(value) {
                 None => fail("it is not a whole number"),
-                Some(n) if range.first().is_some_and(|min| n < *min) => {
-                    fail("it is below the minimum")
-                }
-                Some(n) if range.get(1).is_some_and(|max| n > *max) => {
-                    fail("it is above the maximum")
-                }
-                Some(_) => Ok(()),
+                Some(n) => in_range(n, range),
             },
+            Format::Atoi(range) => match super::go::atoi(value) {
+                Err(e) => Err(format!(
+                    "it is not a whole number as the controller's Go parser reads it ({e})"
+                )),
+                Ok(n) => in_range(n, range),
+            },
+            Format::EnumFold(_) => {
+                if self.values().any(|a| a.eq_ignore_ascii_case(value)) {
+                    Ok(())
+                } else {
+                    fail("it is not one of the allowed values")
+                }
+            }
             Format::Json => match serde_json::from_str::<serde_json::Value>(value) {
                 Ok(serde_json::Value::Object(_)) => Ok(()),
                 Ok(_) => fail("it is JSON but not an object"),
+                Err(e) => Err(format!("it is not valid JSON ({e})")),
+            },
+            Format::JsonObjects => match serde_json::from_str::<serde_json::Value>(value) {
+                Ok(serde_json::Value::Object(_)) => Ok(()),
+                Ok(serde_json::Value::Array(a)) if a.iter().all(|e| e.is_object()) => Ok(()),
+                Ok(_) => fail("it is JSON but neither an object nor an array of objects"),
                 Err(e) => Err(format!("it is not valid JSON ({e})")),
             },
             Format::Tokens => {
@@ -108,7 +136,7 @@ impl Format {
             _ => &[],
         };
         let listed = match self {
-            Format::Enum(v) => v.as_slice(),
+            Format::Enum(v) | Format::EnumFold(v) => v.as_slice(),
             _ => &[],
         };
         fixed
@@ -131,12 +159,17 @@ impl Format {
                 let list: Vec<String> = self.values().map(|v| format!("\"{v}\"")).collect();
                 format!("one of {} (exact case)", list.join(", "))
             }
-            Format::Int(r) => match (r.first(), r.get(1)) {
+            Format::EnumFold(_) => {
+                let list: Vec<String> = self.values().map(|v| format!("\"{v}\"")).collect();
+                format!("one of {} (any case)", list.join(", "))
+            }
+            Format::Int(r) | Format::Atoi(r) => match (r.first(), r.get(1)) {
                 (Some(min), Some(max)) => format!("a whole number from {min} to {max}"),
                 (Some(min), None) => format!("a whole number of at least {min}"),
                 _ => "a whole number".into(),
             },
             Format::Json => "a JSON object".into(),
+            Format::JsonObjects => "a JSON object, or an array of objects".into(),
             Format::Tokens => "ids separated by commas".into(),
             Format::KeyValues => "key=value pairs separated by commas".into(),
         }
@@ -146,11 +179,14 @@ impl Format {
     pub fn example(&self) -> String {
         match self {
             Format::String | Format::Token => "\"abc-123\"".into(),
-            Format::Bool | Format::OnOff | Format::Enum(_) => {
+            Format::Bool | Format::OnOff | Format::Enum(_) | Format::EnumFold(_) => {
                 format!("\"{}\"", self.values().next().unwrap_or_default())
             }
-            Format::Int(r) => format!("\"{}\"", r.first().copied().unwrap_or(0)),
+            Format::Int(r) | Format::Atoi(r) => {
+                format!("\"{}\"", r.first().copied().unwrap_or(0))
+            }
             Format::Json => "'{\"key\": \"value\"}'".into(),
+            Format::JsonObjects => "'[{\"key\": \"value\"}]'".into(),
             Format::Tokens => "\"id-1,id-2\"".into(),
             Format::KeyValues => "\"k1=v1,k2=v2\"".into(),
         }
@@ -161,11 +197,64 @@ impl Format {
         match self {
             Format::String => None,
             Format::Token | Format::Tokens => Some("a b".into()),
-            Format::Bool | Format::OnOff | Format::Enum(_) => Some("not-a-value".into()),
-            Format::Int(_) => Some("1.5".into()),
-            Format::Json => Some("{not json".into()),
+            Format::Bool | Format::OnOff | Format::Enum(_) | Format::EnumFold(_) => {
+                Some("not-a-value".into())
+            }
+            Format::Int(_) | Format::Atoi(_) => Some("1.5".into()),
+            Format::Json | Format::JsonObjects => Some("{not json".into()),
             Format::KeyValues => Some("novalue".into()),
         }
+    }
+}
+
+/// White space as Rust's `char::is_whitespace` (Unicode White_Space) sees it, spelled out
+/// because RE2's `\s` (Kubernetes' regex engine) is ASCII only.
+const WHITE_SPACE: &str = r"[\s\v\x{85}\p{Z}]";
+
+impl Format {
+    /// CEL that is true when `v` (a CEL string) has the format; `None` when CEL cannot tell.
+    pub fn cel(&self, v: &str) -> Option<String> {
+        let f = self;
+        let token = |t: &str| {
+            format!(
+                "({t} != '' && !{t}.matches({}))",
+                super::cel::lit(WHITE_SPACE)
+            )
+        };
+        Some(match f {
+            Format::String => "true".into(),
+            Format::Token => token(v),
+            Format::Bool | Format::OnOff | Format::Enum(_) => {
+                let values: Vec<&str> = f.values().collect();
+                format!("{v} in {}", super::cel::list(&values))
+            }
+            Format::EnumFold(_) => {
+                let values: Vec<String> = f.values().map(|v| v.to_ascii_lowercase()).collect();
+                let values: Vec<&str> = values.iter().map(String::as_str).collect();
+                format!("{v}.lowerAscii() in {}", super::cel::list(&values))
+            }
+            Format::Int(range) | Format::Atoi(range) => {
+                let re = if matches!(f, Format::Atoi(_)) {
+                    "^[+-]?0*[0-9]{1,18}$"
+                } else {
+                    "^-?[0-9]{1,18}$"
+                };
+                let mut out = format!("{v}.matches({})", super::cel::lit(re));
+                if let Some(min) = range.first() {
+                    out.push_str(&format!(" && int({v}) >= {min}"));
+                }
+                if let Some(max) = range.get(1) {
+                    out.push_str(&format!(" && int({v}) <= {max}"));
+                }
+                out
+            }
+            Format::Tokens => format!("{v}.split(',').all(t, {})", token("t.trim()")),
+            Format::KeyValues => format!(
+                "{v}.split(',').all(kv, kv.indexOf('=') >= 0 && {})",
+                token("kv.substring(0, kv.indexOf('=')).trim()")
+            ),
+            Format::Json | Format::JsonObjects => return None,
+        })
     }
 }
 
@@ -184,8 +273,25 @@ pub struct Entry {
     pub since: Vec<KubeVersion>,
     /// The rule that gates the version, when it is not `annotation-ccm-version`.
     pub version_rule: Option<String>,
-    /// A key of the table's `sources`.
+    /// A key of the table's `sources`: where the name (and its version) comes from.
     pub source: String,
+    /// A key of the table's `sources`: where the format's range or values come from.
+    pub range: Option<String>,
+    /// The format ACK's NLB controller reads, when it differs (`string`: it does not read it).
+    pub nlb_format: Option<Format>,
+    /// The error the controller gives for a value it cannot parse: `{value}` is the value,
+    /// `{err}` Go's error; `None` when it gives none (it ignores the value, or the cloud's
+    /// API refuses it).
+    pub error: Option<String>,
+    /// The same for the NLB controller.
+    pub nlb_error: Option<String>,
+    /// Where the controller reads it: paths and lines under the table's `codeBase`.
+    #[serde(default)]
+    pub code: Vec<String>,
+    /// Where sources disagree: which one lbguard follows, and why.
+    pub reading: Option<String>,
+    /// A documented name that nothing reads: the name the controller reads instead.
+    pub instead: Option<String>,
 }
 
 fn versions<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<KubeVersion>, D::Error> {
@@ -231,6 +337,9 @@ pub struct Table {
     /// When the references were read.
     pub taken: String,
     pub version_of: VersionOf,
+    /// The public controller's code at a pinned commit (`repo@commit:dir/`), which the
+    /// entries' `code` lines are under.
+    pub code_base: Option<String>,
     pub sources: BTreeMap<String, String>,
     pub annotations: Vec<Entry>,
     /// Name to position in `annotations`, built by `indexed`.
@@ -254,6 +363,36 @@ impl Table {
 
     pub fn names(&self) -> impl Iterator<Item = &str> {
         self.annotations.iter().map(|e| e.name.as_str())
+    }
+
+    /// Every source of an entry, for `lbguard rules --sources`: the name's, the range's, the
+    /// controller's code lines and the reading where they disagree.
+    pub fn provenance(&self, e: &Entry) -> Vec<String> {
+        let mut out = vec![self.source_of(e).to_string()];
+        if let Some(r) = &e.range {
+            let r = self.sources.get(r).map_or(r.as_str(), String::as_str);
+            if !out.iter().any(|o| o == r) {
+                out.push(r.to_string());
+            }
+        }
+        for c in &e.code {
+            out.push(format!(
+                "{}{c}",
+                self.code_base.as_deref().unwrap_or_default()
+            ));
+        }
+        if let Some(r) = &e.reading {
+            out.push(format!("reading: {r}"));
+        }
+        out
+    }
+
+    /// The format the given controller reads.
+    pub fn format_for(e: &Entry, nlb: bool) -> &Format {
+        match (&e.nlb_format, nlb) {
+            (Some(f), true) => f,
+            _ => &e.format,
+        }
     }
 
     /// Where an entry's facts come from (the URL or document the source key names).

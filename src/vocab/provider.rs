@@ -83,7 +83,9 @@ impl Catalog {
 
     /// Whether the cloud controller reads this annotation name (without prefix).
     pub fn knows(&self, suffix: &str) -> bool {
-        self.table().get(suffix).is_some()
+        self.table()
+            .get(suffix)
+            .is_some_and(|e| e.instead.is_none())
     }
 
     /// The canonical key for an annotation name.
@@ -103,7 +105,16 @@ impl Catalog {
     /// Does this Service carry anything of this provider's (annotations, label, finalizers)?
     pub fn detect(&self, svc: &Service) -> bool {
         let m = &svc.metadata;
-        m.annotations
+        let class = svc
+            .spec
+            .as_ref()
+            .and_then(|s| s.load_balancer_class.as_deref());
+        class.is_some_and(|c| {
+            super::route::builtin_classes(self.provider)
+                .iter()
+                .any(|(b, _)| *b == c)
+        }) || m
+            .annotations
             .as_ref()
             .is_some_and(|a| a.keys().any(|k| self.claims_key(k)))
             || self

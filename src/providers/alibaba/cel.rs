@@ -1,0 +1,375 @@
+//! The CEL of ACK's rules (`lbguard export-vap`): the same reading as `format`, with the
+//! controller picked by the Service's class, and the engine's update ratchet finding by
+//! finding.
+
+use super::format::{BACKEND_TYPE, CLB_PROTOCOLS, NLB_PROTOCOLS};
+use crate::vocab::annotations::Table;
+use crate::vocab::cel::{self, on};
+use crate::vocab::provider::Catalog;
+use crate::vocab::route::{Controller, Scope, builtin_classes};
+use crate::vocab::rule::{CelCheck, VapCtx};
+
+/// White space as Rust's `char::is_whitespace` sees it (RE2's `\s` is ASCII only).
+const WHITE_SPACE: &str = r"[\s\v\x{85}\p{Z}]";
+/// A number as Go's `strconv.Atoi` reads it (leading zeros past 18 digits aside).
+const ATOI: &str = "^[+-]?0*[0-9]{1,18}$";
+
+/// CEL over `$s`: ACK's NLB controller takes it (as `Ctx::is_nlb`).
+pub fn is_nlb(v: &VapCtx) -> String {
+    let scope = Scope::of(v.config);
+    let mut classes: Vec<&str> = scope
+        .classes
+        .iter()
+        .filter(|(_, c)| **c == Controller::Nlb)
+        .map(|(k, _)| k.as_str())
+        .collect();
+    classes.extend(
+        builtin_classes(crate::vocab::provider::Provider::Alibaba)
+            .iter()
+            .filter(|(_, c)| *c == Controller::Nlb)
+            .map(|(k, _)| *k),
+    );
+    format!(
+        "(has($s.spec.loadBalancerClass) && $s.spec.loadBalancerClass in {})",
+        cel::list(&classes)
+    )
+}
+
+/// CEL: `v` is a port as `format::port_ok` reads it.
+fn port(v: &str) -> String {
+    format!(
+        "({v}.matches({}) && int({v}) >= 1 && int({v}) <= 65535)",
+        cel::lit(ATOI)
+    )
+}
+
+/// CEL: `v` is not empty and has no white space (`format::group_id_ok`).
+fn token(v: &str) -> String {
+    format!("({v} != '' && !{v}.matches({}))", cel::lit(WHITE_SPACE))
+}
+
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('\'', "\\'")
+        .replace('"', "\\\"")
+}
+
+/// The CEL of `format::annotation_format`.
+pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let nlb_s = is_nlb(v);
+    let nlb = on(&nlb_s, "object");
+    let mut out = values(cat, &nlb_s)?;
+    let clb_protocols = cel::list(CLB_PROTOCOLS);
+    let nlb_protocols: Vec<String> = NLB_PROTOCOLS
+        .iter()
+        .map(|p| p.to_ascii_lowercase())
+        .collect();
+    let nlb_protocols: Vec<&str> = nlb_protocols.iter().map(String::as_str).collect();
+    let nlb_protocols = cel::list(&nlb_protocols);
+    out.push(port_list(cat, v, "protocol-port", &|i| {
+        format!("({nlb} ? {i}.lowerAscii() in {nlb_protocols} : {i} in {clb_protocols})")
+    }));
+    out.push(port_list(cat, v, "vgroup-port", &|i| token(i)));
+    let nlb_only = |c: CelCheck| CelCheck {
+        violates: format!("{nlb} && ({})", c.violates),
+        ..c
+    };
+    let clb_only = |c: CelCheck| CelCheck {
+        violates: format!("!{nlb} && ({})", c.violates),
+        ..c
+    };
+    let parts = |e: &str| format!("{e}.split(':')");
+    out.push(clb_only(entries(cat, v, "forward-port", &|e| {
+        let p = parts(e);
+        format!(
+            "(size({p}) == 2 && {} && {})",
+            port(&format!("{p}[0]")),
+            port(&format!("{p}[1]"))
+        )
+    })));
+    out.push(nlb_only(entries(cat, v, "listener-port-range", &|e| {
+        let p = parts(e);
+        let r = format!("{p}[0].split('-')");
+        let (s, en) = (format!("{r}[0]"), format!("{r}[1]"));
+        format!(
+            "(size({p}) == 2 && size({r}) == 2 && {s}.matches({atoi}) && {en}.matches({atoi}) && int({s}) >= 1 && int({en}) <= 65535 && int({s}) < int({en}) && {})",
+            port(&format!("{p}[1]")),
+            atoi = cel::lit(ATOI)
+        )
+    })));
+    out.push(nlb_only(entries(cat, v, "zone-maps", &|e| {
+        let p = parts(e);
+        format!(
+            "(size({p}) >= 2 && {} && {} && {p}[1].startsWith('vsw-'))",
+            token(&format!("{p}[0]")),
+            token(&format!("{p}[1]"))
+        )
+    })));
+    let range = cel::catalog_annotation(cat, "listener-port-range");
+    let backend = cel::has_annotation(BACKEND_TYPE);
+    let backend_value = cel::annotation(BACKEND_TYPE);
+    out.push(
+        CelCheck::new(
+            format!(
+                "{nlb_s} && {} && {} != '' && {backend} && {backend_value} != 'eni'",
+                range.present, range.value,
+            ),
+            format!(
+                "'[annotation-format] ' + {} + ' needs the ENI backend, but {BACKEND_TYPE} is \"' + {backend_value} + '\"; set it to eni, or remove the port range'",
+                range.key,
+            ),
+        )
+        .same_when(format!("{} + '=' + {backend_value}", range.key)),
+    );
+    let zones = cel::catalog_annotation(cat, "zone-maps");
+    let id = cel::catalog_annotation(cat, "id");
+    out.push(
+        CelCheck::new(
+            format!(
+                "{nlb_s} && !({} && {} != '') && !({} && {} != '')",
+                zones.present, zones.value, id.present, id.value
+            ),
+            cel::lit(&format!(
+                "[annotation-format] an NLB that the cloud controller creates needs {}: its vSwitch in each zone",
+                cat.key("zone-maps")
+            )),
+        )
+        .same_when("'zone-maps'"),
+    );
+    Ok(out)
+}
+
+/// The table's formats, CLB's or NLB's by the Service's class.
+fn values(cat: &'static Catalog, nlb: &str) -> Result<Vec<CelCheck>, &'static str> {
+    let mut out = Vec::new();
+    for e in cat
+        .table()
+        .annotations
+        .iter()
+        .filter(|e| e.rule.as_deref() == Some("annotation-format"))
+    {
+        let a = cel::catalog_annotation(cat, &e.name);
+        let value = a.value.clone();
+        let (clb, nlb_f) = (Table::format_for(e, false), Table::format_for(e, true));
+        let (Some(clb_ok), Some(nlb_ok)) = (clb.cel(&value), nlb_f.cel(&value)) else {
+            return Err("a JSON value needs a JSON parser, which Kubernetes CEL lacks");
+        };
+        if clb_ok == "true" && nlb_ok == "true" {
+            continue;
+        }
+        out.push(
+            CelCheck::new(
+                format!(
+                    "{} && {value} != '' && !({nlb} ? ({nlb_ok}) : ({clb_ok}))",
+                    a.present
+                ),
+                format!(
+                    "'[annotation-format] ' + {} + ' is \"' + {value} + '\", which the cloud controller cannot use; allowed: ' + ({nlb} ? '{}' : '{}')",
+                    a.key,
+                    esc(&nlb_f.expected()),
+                    esc(&clb.expected())
+                ),
+            )
+            .same_when(format!("{} + '=' + {}", a.key, a.value)),
+        );
+    }
+    Ok(out)
+}
+
+/// `<item>:<port>` entries as `format::port_list` reads them (split on `,` then `:`, not
+/// trimmed, ports matched as strings); on an update, findings the live Service already had
+/// are kept one by one (same key, same entry; a missing port also with the same ports).
+fn port_list(
+    cat: &Catalog,
+    v: &VapCtx,
+    suffix: &str,
+    item_ok: &dyn Fn(&str) -> String,
+) -> CelCheck {
+    let a = cel::catalog_annotation(cat, suffix);
+    let entries = |s: &str| format!("{}.split(',')", on(&a.value, s));
+    let colon = |e: &str| format!("(size({e}.split(':')) >= 2)");
+    let item = |e: &str| format!("{e}.split(':')[0]");
+    let port_of = |e: &str| format!("{e}.split(':')[1]");
+    let in_spec = |s: &str, e: &str| {
+        format!(
+            "(has({s}.spec.ports) && {s}.spec.ports.exists(p, string(p.port) == {}))",
+            port_of(e)
+        )
+    };
+    let counted = |s: &str, e: &str| format!("({} && {})", colon(e), in_spec(s, e));
+    let dup = |s: &str, e: &str| {
+        format!(
+            "({}.filter(f, {} && {} == {}).size() > 1)",
+            entries(s),
+            counted(s, "f"),
+            port_of("f"),
+            port_of(e)
+        )
+    };
+    let bad = format!("(!{} || !{})", colon("e"), item_ok(&item("e")));
+    let missing = format!("({} && !{})", colon("e"), in_spec("object", "e"));
+    let twice = format!("({} && {})", counted("object", "e"), dup("object", "e"));
+    let (kept_bad, kept_missing, kept_dup) = match &v.ratchet {
+        None => (
+            "false".to_string(),
+            "false".to_string(),
+            "false".to_string(),
+        ),
+        Some(r) => {
+            let same_key = format!(
+                "({r} && {} && {} != '' && {} == {})",
+                on(&a.present, "oldObject"),
+                on(&a.value, "oldObject"),
+                on(&a.key, "oldObject"),
+                on(&a.key, "object")
+            );
+            let had = format!("{}.exists(o, o == e)", entries("oldObject"));
+            (
+                format!("({same_key} && {had})"),
+                format!(
+                    "({same_key} && {had} && {} == {})",
+                    cel::service_ports("oldObject"),
+                    cel::service_ports("object")
+                ),
+                format!(
+                    "({same_key} && {}.exists(o, {} && {} == {} && {}))",
+                    entries("oldObject"),
+                    counted("oldObject", "o"),
+                    port_of("o"),
+                    port_of("e"),
+                    dup("oldObject", "o")
+                ),
+            )
+        }
+    };
+    let now = |x: &str| on(x, "object");
+    CelCheck::new(
+        format!(
+            "{} && {} != '' && {}.exists(e, ({bad} && !{kept_bad}) || ({missing} && !{kept_missing}) || ({twice} && !{kept_dup}))",
+            now(&a.present),
+            now(&a.value),
+            entries("object")
+        ),
+        format!(
+            "'[annotation-format] ' + {} + ' is \"' + {} + '\": each entry must be <value>:<port> with a value the cloud controller takes and a port of spec.ports[].port, no port twice'",
+            now(&a.key),
+            now(&a.value)
+        ),
+    )
+}
+
+/// Every comma-separated entry of `suffix`'s value passes `entry_ok` (entries as written);
+/// on an update, bad entries the live Service already had under the same key are kept.
+fn entries(cat: &Catalog, v: &VapCtx, suffix: &str, entry_ok: &dyn Fn(&str) -> String) -> CelCheck {
+    let a = cel::catalog_annotation(cat, suffix);
+    let kept = match &v.ratchet {
+        Some(r) => format!(
+            "({r} && {} && {} == {} && {}.split(',').exists(o, o == e))",
+            on(&a.present, "oldObject"),
+            on(&a.key, "oldObject"),
+            on(&a.key, "object"),
+            on(&a.value, "oldObject")
+        ),
+        None => "false".into(),
+    };
+    let now = |x: &str| on(x, "object");
+    CelCheck::new(
+        format!(
+            "{} && {} != '' && {}.split(',').exists(e, !{} && !{kept})",
+            now(&a.present),
+            now(&a.value),
+            now(&a.value),
+            entry_ok("e")
+        ),
+        format!(
+            "'[annotation-format] ' + {} + ' is \"' + {} + '\": an entry is not in the form the cloud controller reads'",
+            now(&a.key),
+            now(&a.value)
+        ),
+    )
+}
+
+/// One finding per legacy key whose current twin differs; on an update, a conflict the live
+/// Service already had (same key, same values) is kept, as the engine's ratchet does.
+pub fn legacy_prefix_conflict(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let Some(legacy) = cat.legacy_prefix else {
+        return Ok(vec![]);
+    };
+    let twin = format!("{} + k.substring({})", cel::lit(cat.prefix), legacy.len());
+    let conflict = |s: &str| {
+        format!(
+            "(k.startsWith({}) && ({twin}) in {s}.metadata.annotations && {s}.metadata.annotations[{twin}] != {s}.metadata.annotations[k])",
+            cel::lit(legacy)
+        )
+    };
+    let kept = match &v.ratchet {
+        Some(old) => format!(
+            " && !({old} && has(oldObject.metadata.annotations) && k in oldObject.metadata.annotations && ({twin}) in oldObject.metadata.annotations && oldObject.metadata.annotations[k] == object.metadata.annotations[k] && oldObject.metadata.annotations[{twin}] == object.metadata.annotations[{twin}])"
+        ),
+        None => String::new(),
+    };
+    let new = conflict("object");
+    let first = format!("object.metadata.annotations.filter(k, {new}{kept})[0]");
+    let twin_first = format!(
+        "{} + {first}.substring({})",
+        cel::lit(cat.prefix),
+        legacy.len()
+    );
+    Ok(vec![CelCheck::new(
+        format!(
+            "has(object.metadata.annotations) && object.metadata.annotations.exists(k, {new}{kept})"
+        ),
+        format!(
+            "'[legacy-prefix-conflict] ' + {first} + ' is \"' + object.metadata.annotations[{first}] + '\" but ' + {twin_first} + ' is \"' + object.metadata.annotations[{twin_first}] + '\"; the cloud controller uses the latter and ignores the legacy key; remove the legacy key or give both the same value'"
+        ),
+    )])
+}
+
+pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let nlb = is_nlb(v);
+    let needs = |when: &str, when_value: Option<&str>, need: &str, need_value: Option<&str>| {
+        let a = cel::catalog_annotation(cat, when);
+        let n = cel::catalog_annotation(cat, need);
+        let triggered = match when_value {
+            Some(w) => format!("{} && {} == {}", a.present, a.value, cel::lit(w)),
+            None => a.present.clone(),
+        };
+        let (ok, desc) = match need_value {
+            None => (
+                format!("({} && {} != '')", n.present, n.value),
+                cat.key(need),
+            ),
+            Some(nv) => (
+                format!("({} && {} == {})", n.present, n.value, cel::lit(nv)),
+                format!("{}: \"{nv}\"", cat.key(need)),
+            ),
+        };
+        CelCheck::new(
+            format!("!{nlb} && {triggered} && !{ok}"),
+            format!(
+                "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {} ; add it, or remove ' + {}",
+                a.key,
+                a.value,
+                desc.replace('\'', "\\'").replace('"', "\\\""),
+                a.key
+            )
+            .replace(" ; add", "; add"),
+        )
+        .same_when(format!("{} + '=' + {}", a.key, a.value))
+    };
+    Ok(vec![
+        needs("acl-status", Some("on"), "acl-id", None),
+        needs("sticky-session", Some("on"), "sticky-session-type", None),
+        needs(
+            "sticky-session-type",
+            Some("insert"),
+            "cookie-timeout",
+            None,
+        ),
+        needs("sticky-session-type", Some("server"), "cookie", None),
+        needs("vswitch-id", None, "address-type", Some("intranet")),
+    ])
+}

@@ -1,0 +1,302 @@
+//! `annotation-format` for ACK: values as the CLB or the NLB controller parses them, which
+//! one the Service's class picks. Entries are split as the code splits them (`strings.Split`
+//! on `,` then `:`, nothing trimmed), ports are matched as strings (`fmt.Sprintf("%d")`), and
+//! numbers are read by Go's `strconv.Atoi`. A message quotes the controller's error only
+//! where the controller gives it; otherwise it says what the controller does instead.
+//!
+//! Sources: kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/
+//! clbv1/listeners.go:711-753 (protocol-port, vgroup-port), :618-643 (forward-port),
+//! nlbv2/listeners.go:62-110 and :620-644 (vgroup-port, listener-port-range, protocol-port),
+//! nlbv2/loadbalancer.go:56-58 and :639-666 (zone-maps), nlbv2/server_groups.go:1389-1399.
+
+use crate::vocab::annotations::Table;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::go;
+use crate::vocab::provider::{Annot, Catalog, annotation_field};
+use crate::vocab::service::Svc;
+
+/// What the NLB controller needs for a port range (`service_utils.go:78-88`).
+pub const BACKEND_TYPE: &str = "service.beta.kubernetes.io/backend-type";
+
+/// The listener protocols each controller takes in `protocol-port`.
+pub const CLB_PROTOCOLS: &[&str] = &["http", "https", "tcp", "udp"];
+pub const NLB_PROTOCOLS: &[&str] = &["TCP", "UDP", "TCPSSL"];
+
+/// A protocol-port protocol the controller takes: CLB exact lower case, NLB any case.
+pub fn protocol_ok(p: &str, nlb: bool) -> bool {
+    if nlb {
+        NLB_PROTOCOLS.iter().any(|n| n.eq_ignore_ascii_case(p))
+    } else {
+        CLB_PROTOCOLS.contains(&p)
+    }
+}
+
+/// A server group id: what the cloud's ids are made of (CLB `rsp-…`, NLB `sgp-…`); the
+/// controller checks no shape itself, so neither does lbguard beyond that.
+pub fn group_id_ok(id: &str) -> bool {
+    !id.is_empty() && !id.chars().any(char::is_whitespace)
+}
+
+/// A port as `strconv.Atoi` reads it, from 1 to 65535.
+pub fn port_ok(v: &str) -> bool {
+    go::atoi(v).is_ok_and(|p| (1..=65535).contains(&p))
+}
+
+/// The Service port a `:`-split entry names, matched as the controller matches it: the exact
+/// decimal string of a `spec.ports[].port`.
+fn names_service_port(svc: Svc, port: &str) -> bool {
+    svc.port_numbers().any(|p| p.to_string() == port)
+}
+
+pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
+    let nlb = ctx.is_nlb(cat.provider);
+    values(new, cat, nlb, out);
+    let get = |s: &str| cat.get(new, s).filter(|a| !a.value.is_empty());
+    if let Some(a) = get("protocol-port") {
+        port_list(new, a, PortList::Protocol { nlb }, out);
+    }
+    if let Some(a) = get("vgroup-port") {
+        port_list(new, a, PortList::Group { nlb }, out);
+    }
+    if nlb {
+        if let Some(a) = get("listener-port-range") {
+            port_ranges(new, a, out);
+        }
+        match get("zone-maps") {
+            Some(a) => zone_maps(a, out),
+            None if get("id").is_none() => out.push(
+                annotation_field(&cat.key("zone-maps")),
+                format!("an NLB that the cloud controller creates needs {}: its vSwitch in each zone, e.g. \"cn-hangzhou-h:vsw-xxx,cn-hangzhou-i:vsw-yyy\"; without it the controller fails on every resync with \"ParameterMissing, zone mappings are required\"", cat.key("zone-maps")),
+            ),
+            None => {}
+        }
+    } else if let Some(a) = get("forward-port") {
+        forward_port(a, out);
+    }
+}
+
+/// The table's formats (`providers/data/alibaba.yaml`), for the controller that takes the
+/// Service. Empty values are absent to the controller, so they are not checked.
+fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
+    let table = cat.table();
+    for e in table
+        .annotations
+        .iter()
+        .filter(|e| e.rule.as_deref() == Some("annotation-format"))
+    {
+        let Some(a) = cat.get(svc, &e.name).filter(|a| !a.value.is_empty()) else {
+            continue;
+        };
+        let format = Table::format_for(e, nlb);
+        let Err(why) = format.check(a.value) else {
+            continue;
+        };
+        let controller = if nlb { "NLB" } else { "CLB" };
+        let template = if nlb { &e.nlb_error } else { &e.error };
+        let parse_error = go::atoi(a.value).err();
+        let outcome = match (template, &parse_error) {
+            // Numbers out of range parse: the controller passes them on to the cloud's API.
+            (Some(t), Some(err)) if t.contains("{err}") => format!(
+                "the {controller} controller fails on every resync with \"{}\"",
+                t.replace("{value}", a.value)
+                    .replace("{err}", err)
+                    .trim_end()
+            ),
+            (Some(t), _) if !t.contains("{err}") => format!(
+                "the {controller} controller fails on every resync with \"{}\"",
+                t.replace("{value}", a.value).trim_end()
+            ),
+            _ => format!("the {controller} controller or the cloud's API behind it cannot use it"),
+        };
+        out.push(
+            annotation_field(a.key),
+            format!(
+                "{} is \"{}\": {why}; {outcome}; allowed: {}, e.g. {}",
+                a.key,
+                a.value,
+                format.expected(),
+                format.example()
+            ),
+        );
+    }
+}
+
+#[derive(Clone, Copy)]
+enum PortList {
+    Protocol { nlb: bool },
+    Group { nlb: bool },
+}
+
+impl PortList {
+    fn item_ok(self, item: &str) -> bool {
+        match self {
+            PortList::Protocol { nlb } => protocol_ok(item, nlb),
+            PortList::Group { .. } => group_id_ok(item),
+        }
+    }
+
+    /// The controller's error for an entry without a colon.
+    fn colon_error(self, parts: &[&str]) -> String {
+        let got = go::slice(parts);
+        match self {
+            PortList::Protocol { .. } => format!(
+                "port and protocol format must be like 'https:443' with colon separated. got=[{got}]"
+            ),
+            PortList::Group { nlb: false } => format!(
+                "vgroupid and protocol format must be like 'vsp-xxx:443' with colon separated. got=[{got}]"
+            ),
+            PortList::Group { nlb: true } => format!(
+                "server group id and protocol format must be like'sgp-xxx:443' with colon separated. got=[{got}]"
+            ),
+        }
+    }
+
+    fn bad_item(self, key: &str, entry: &str, item: &str) -> String {
+        match self {
+            PortList::Protocol { nlb: false } => format!(
+                "{key} entry \"{entry}\": \"{item}\" is not a CLB listener protocol (http, https, tcp or udp, lower case, no spaces); the cloud controller fails with \"port protocol format must be either [http|https|tcp|udp], protocol not supported wit [{item}]\" when it reads the entry"
+            ),
+            PortList::Protocol { nlb: true } => format!(
+                "{key} entry \"{entry}\": \"{item}\" is not an NLB listener protocol (TCP, UDP or TCPSSL, any case, no spaces); the cloud controller fails with \"port protocol format must be either [TCP|UDP|TCPSSL], protocol not supported with [{item}]\" when it reads the entry"
+            ),
+            PortList::Group { nlb } => format!(
+                "{key} entry \"{entry}\": the server group id \"{item}\" is empty or has spaces; write the id of a server group of the load balancer, e.g. {}",
+                if nlb {
+                    "\"sgp-bp1xxx:80\""
+                } else {
+                    "\"rsp-bp1xxx:80\""
+                }
+            ),
+        }
+    }
+
+    fn example(self) -> &'static str {
+        match self {
+            PortList::Protocol { nlb: false } => "\"https:443,http:80\"",
+            PortList::Protocol { nlb: true } => "\"TCPSSL:443,TCP:80\"",
+            PortList::Group { nlb: false } => "\"rsp-bp1xxx:80\"",
+            PortList::Group { nlb: true } => "\"sgp-bp1xxx:80\"",
+        }
+    }
+}
+
+/// `<item>:<port>` entries as the controller reads them: `,` then `:`, the first part the
+/// item, the second the Service port (a third part is ignored), no trimming.
+fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
+    let key = a.key;
+    for entry in a.value.split(',') {
+        let parts: Vec<&str> = entry.split(':').collect();
+        if parts.len() < 2 {
+            out.push(
+                annotation_field(key),
+                format!(
+                    "{key} entry \"{entry}\" is not <value>:<port>; the cloud controller fails with \"{}\" when it reads the entry; write e.g. {}",
+                    kind.colon_error(&parts),
+                    kind.example()
+                ),
+            );
+            continue;
+        }
+        if !kind.item_ok(parts[0]) {
+            out.push(annotation_field(key), kind.bad_item(key, entry, parts[0]));
+        }
+        if !names_service_port(svc, parts[1]) {
+            out.push(
+                annotation_field(key),
+                format!("{key} entry \"{entry}\": \"{}\" is not one of spec.ports[].port ({}), so the cloud controller ignores the entry (it matches the Service port exactly: no spaces, sign or leading zeros); use the Service port, not targetPort or nodePort", parts[1], svc.port_list()),
+            );
+        }
+    }
+    let mut dup: Vec<&str> = Vec::new();
+    let mut once = std::collections::BTreeSet::new();
+    for entry in a.value.split(',') {
+        let parts: Vec<&str> = entry.split(':').collect();
+        if parts.len() >= 2
+            && names_service_port(svc, parts[1])
+            && !once.insert(parts[1])
+            && !dup.contains(&parts[1])
+        {
+            dup.push(parts[1]);
+        }
+    }
+    dup.sort_unstable();
+    for p in dup {
+        out.push(
+            annotation_field(key),
+            format!("{key} lists port {p} more than once; the cloud controller uses the first entry and ignores the others; give each port one entry"),
+        );
+    }
+}
+
+/// `forward-port` (CLB, HTTP listeners): `<httpPort>:<httpsPort>` pairs.
+fn forward_port(a: Annot, out: &mut Findings) {
+    for entry in a.value.split(',') {
+        let parts: Vec<&str> = entry.split(':').collect();
+        if parts.len() != 2 || !parts.iter().all(|p| port_ok(p)) {
+            out.push(
+                annotation_field(a.key),
+                format!(
+                    "{} entry \"{entry}\" is not <httpPort>:<httpsPort> (two ports, no spaces); the cloud controller fails on it for an HTTP listener; write e.g. \"80:443\"",
+                    a.key
+                ),
+            );
+        }
+    }
+}
+
+/// `listener-port-range` (NLB): `<start>-<end>:<port>`, 1 <= start < end <= 65535, and only
+/// with the ENI backend.
+fn port_ranges(svc: Svc, a: Annot, out: &mut Findings) {
+    if let Some(t) = svc.annotation(BACKEND_TYPE)
+        && t != "eni"
+    {
+        out.push(
+            annotation_field(a.key),
+            format!("{} needs the ENI backend, but {BACKEND_TYPE} is \"{t}\"; the cloud controller fails on every resync with \"listener port range can only be used for eni backend type service\"; set {BACKEND_TYPE}: eni, or remove {}", a.key, a.key),
+        );
+    }
+    for entry in a.value.split(',') {
+        if !range_entry_ok(entry) {
+            out.push(
+                annotation_field(a.key),
+                format!("{} entry \"{entry}\" is not <start>-<end>:<port> with 1 <= start < end <= 65535 (no spaces); the cloud controller fails with \"listener port range must be like 1000-2000:80 with colon separated\" or a range error when it reads it; write e.g. \"10000-10010:80\"", a.key),
+            );
+        }
+    }
+}
+
+/// One `listener-port-range` entry the controller accepts.
+pub fn range_entry_ok(entry: &str) -> bool {
+    let parts: Vec<&str> = entry.split(':').collect();
+    let [range, port] = parts[..] else {
+        return false;
+    };
+    let bounds: Vec<&str> = range.split('-').collect();
+    let [s, e] = bounds[..] else { return false };
+    match (go::atoi(s), go::atoi(e)) {
+        (Ok(s), Ok(e)) => s >= 1 && e <= 65535 && s < e && port_ok(port),
+        _ => false,
+    }
+}
+
+/// `zone-maps` (NLB): `zone:vSwitch[:ip[:eip]]` entries.
+fn zone_maps(a: Annot, out: &mut Findings) {
+    for entry in a.value.split(',') {
+        if !zone_entry_ok(entry) {
+            out.push(
+                annotation_field(a.key),
+                format!("{} entry \"{entry}\" is not <zone>:<vswitch-id> (no spaces); the cloud controller fails with \"ZoneMapping format error, expect [zone-a:vsw-id-1,zone-b:vsw-id-2], got {}\", or the NLB API refuses the zone or vSwitch; write e.g. \"cn-hangzhou-h:vsw-xxx,cn-hangzhou-i:vsw-yyy\"", a.key, a.value),
+            );
+        }
+    }
+}
+
+/// One `zone-maps` entry: a zone id and a vSwitch id (`vsw-…`, every vSwitch id's prefix).
+pub fn zone_entry_ok(entry: &str) -> bool {
+    let parts: Vec<&str> = entry.split(':').collect();
+    parts.len() >= 2
+        && group_id_ok(parts[0])
+        && group_id_ok(parts[1])
+        && parts[1].starts_with("vsw-")
+}
