@@ -108,7 +108,7 @@ impl Snapshot {
                 }
                 if protocol_family(&l.protocol).is_none() {
                     return Err(entry(format!(
-                        "listeners[{i}].protocol: \"{}\" is not one of TCP, UDP, HTTP, HTTPS, TLS",
+                        "listeners[{i}].protocol: \"{}\" is not one of TCP, UDP, HTTP, HTTPS, TLS, TCPSSL",
                         l.protocol
                     )));
                 }

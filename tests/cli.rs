@@ -366,7 +366,7 @@ fn inventory_examples_are_denied_by_their_rule() {
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
     let doc = json(&out);
     let results = doc["results"].as_array().unwrap();
-    assert_eq!(results.len(), 8);
+    assert_eq!(results.len(), 9);
     for r in results {
         let file = r["file"].as_str().unwrap();
         let base = file.rsplit('/').next().unwrap().split(' ').next().unwrap();

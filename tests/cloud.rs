@@ -24,11 +24,14 @@ loadBalancers:
   - {id: lb-ccm, provider: ctyun, addressType: intranet, vpcId: vpc-1, createdBy: ccm}
   - {id: lb-user-internet, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user,
      listeners: [{port: 443, protocol: HTTPS, owner: external}, {port: 80, protocol: TCP, owner: shop/web}],
-     attachedFrom: [{cluster: prod-b, namespace: shop, name: web}]}
+     attachedFrom: [{cluster: prod-b, namespace: shop, name: web}],
+     resourceGroupId: rg-acfm2, masterZoneId: cn-hangzhou-h, slaveZoneId: cn-hangzhou-i, ipVersion: ipv4,
+     networkType: vpc, address: 47.96.1.10}
   - {id: lb-intranet, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: user}
   - {id: lb-other-vpc, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-9, createdBy: user}
   - {id: nlb-other-vpc, provider: alibaba, kind: nlb, addressType: intranet, vpcId: vpc-9, createdBy: user,
-     listeners: [{port: 8443, protocol: TCP, owner: shop/api}, {port: 9443, protocol: TCP, owner: external}]}
+     listeners: [{port: 8443, protocol: TCP, owner: shop/api}, {port: 9443, protocol: TCP, owner: external}],
+     resourceGroupId: rg-acfm2, ipVersion: ipv4, address: nlb-other-vpc.cn-hangzhou.nlb.aliyuncs.com}
   - {id: lb-apiserver, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: apiserver}
   - {id: lb-ccm, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: ccm}
   - {id: elb-1, provider: huawei, kind: elb-dedicated, addressType: internet, vpcId: vpc-1, createdBy: user, flavors: [l4, l7],

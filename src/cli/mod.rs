@@ -104,6 +104,10 @@ pub enum Command {
         /// Print the rules reference's Markdown table.
         #[arg(long)]
         markdown: bool,
+        /// Print where each rule comes from: the document, and for the annotation tables'
+        /// rows the published range and the controller's code lines (`repo@commit:path:line`).
+        #[arg(long)]
+        sources: bool,
         /// Only the rules that apply to this provider (ctyun, alibaba, huawei, volcengine).
         #[arg(long)]
         provider: Option<crate::vocab::provider::Provider>,
@@ -151,8 +155,24 @@ pub fn run(cli: Cli) -> ExitCode {
                 }
             }
         }
-        Command::Rules { markdown, provider } => {
-            if markdown {
+        Command::Rules {
+            markdown,
+            sources,
+            provider,
+        } => {
+            if sources && markdown {
+                out!("{}", crate::rules::sources_markdown(provider));
+            } else if sources {
+                for (id, source, rows) in crate::rules::sources(provider) {
+                    outln!("{id}: {source}");
+                    for (key, from) in rows {
+                        outln!("  {key}");
+                        for f in from {
+                            outln!("    {f}");
+                        }
+                    }
+                }
+            } else if markdown {
                 out!("{}", crate::rules::markdown_table_for(provider));
             } else {
                 let row = |id: &str, default: &str, class: &str, providers: &str, title: &str| {

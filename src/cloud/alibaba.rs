@@ -4,10 +4,11 @@
 //! Mapping, with the sources in kubernetes/cloud-provider-alibaba-cloud:
 //! - `createdBy`: the tag `kubernetes.do.not.delete` marks a load balancer the CCM created
 //!   (`pkg/controller/helper/service_utils.go` TAGKEY), `ack.aliyun.com` the cluster's API
-//!   server load balancer (`pkg/controller/service/clbv1/model_applier.go`,
-//!   `isLoadBalancerReusable`: "the tag of the apiserver slb is ack.aliyun.com"). The CCM
-//!   tags a reused one `kubernetes.reused.by.user: "true"` (`clbv1/loadbalancer.go`): that,
-//!   or no such tag, is a user's.
+//!   server load balancer. The controllers refuse to reuse either, whatever other tags it
+//!   carries (`clbv1/model_applier.go:497-504`, `nlbv2/model_applier.go:598-605`), so a
+//!   `kubernetes.reused.by.user` tag beside them changes nothing; without them it is a user's.
+//! - what the controllers compare with a reused one: resource group, zones, ip-version,
+//!   network type and address (CLB: its IP; NLB: its DNS name).
 //! - listener owners: the CCM names its CLB listeners `k8s/{port}/{service}/{namespace}/{cluster id}`
 //!   (`pkg/model/load_balancer.go` ListenerNamedKey) and its NLB listeners
 //!   `k8s.{port}.{protocol}.{service}.{namespace}.{cluster id}` (`pkg/model/nlb/nlb.go`), in the
@@ -266,12 +267,7 @@ fn tags(list: &Value) -> Vec<(String, String)> {
 
 fn created_by(tags: &[(String, String)]) -> CreatedBy {
     let has = |key: &str| tags.iter().any(|(k, _)| k == key);
-    let reused = tags
-        .iter()
-        .any(|(k, v)| k == "kubernetes.reused.by.user" && v == "true");
-    if reused {
-        CreatedBy::User
-    } else if has("kubernetes.do.not.delete") {
+    if has("kubernetes.do.not.delete") {
         CreatedBy::Ccm
     } else if has("ack.aliyun.com") {
         CreatedBy::Apiserver
@@ -362,6 +358,20 @@ fn new_lb(id: &str, kind: LbKind, attrs: &Value) -> LoadBalancer {
     lb.address_type = address_type(&attrs["AddressType"]);
     lb.vpc_id = non_empty(&attrs["VpcId"]);
     lb.created_by = Some(created_by(&tags));
+    lb.resource_group_id = non_empty(&attrs["ResourceGroupId"]);
+    match kind {
+        LbKind::Nlb => {
+            lb.ip_version = non_empty(&attrs["AddressIpVersion"]);
+            lb.address = non_empty(&attrs["DNSName"]);
+        }
+        _ => {
+            lb.master_zone_id = non_empty(&attrs["MasterZoneId"]);
+            lb.slave_zone_id = non_empty(&attrs["SlaveZoneId"]);
+            lb.ip_version = non_empty(&attrs["AddressIPVersion"]);
+            lb.network_type = non_empty(&attrs["NetworkType"]);
+            lb.address = non_empty(&attrs["Address"]);
+        }
+    }
     lb
 }
 
@@ -503,6 +513,18 @@ mod tests {
                 ("ack.aliyun.com", "c1"),
                 ("kubernetes.reused.by.user", "true")
             ])),
+            CreatedBy::Apiserver
+        );
+        // The controllers refuse these whatever else is tagged (model_applier.go:497-504).
+        assert_eq!(
+            created_by(&t(&[
+                ("kubernetes.do.not.delete", "a1b2"),
+                ("kubernetes.reused.by.user", "true")
+            ])),
+            CreatedBy::Ccm
+        );
+        assert_eq!(
+            created_by(&t(&[("kubernetes.reused.by.user", "true")])),
             CreatedBy::User
         );
         assert_eq!(created_by(&t(&[("team", "web")])), CreatedBy::User);

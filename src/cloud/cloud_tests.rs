@@ -12,6 +12,7 @@ fn lb(id: &str) -> LoadBalancer {
         listeners: Vec::new(),
         attached_from: Vec::new(),
         flavors: Vec::new(),
+        ..crate::inventory::LoadBalancer::new("", Provider::Alibaba)
     }
 }
 

@@ -56,6 +56,8 @@ pub use view::{INVALID_ID, View};
 
 /// What the cloud said of one id.
 #[derive(Debug, Clone, PartialEq, Eq)]
+// Facts live behind an `Arc` in the cache, so the size of a found one costs nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum Fact {
     Found(LoadBalancer),
     NotFound,

@@ -67,6 +67,9 @@ pub struct Violation {
     pub field: String,
     /// `[rule-id] ...`, one line, as users see it.
     pub message: String,
+    /// Found in the load balancer inventory's facts, which an exported policy cannot read.
+    #[serde(skip)]
+    pub inventory: bool,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -296,6 +299,7 @@ fn evaluate_once(
                     rule: rule.id,
                     action: Action::Deny,
                     field: String::new(),
+                    inventory: false,
                     message: format!("[{}] cannot check: the cluster cache is {}s behind (watch broken) and cluster.onStale is deny; retry when lbguard has caught up", rule.id, age.as_secs()),
                 });
             }
@@ -321,6 +325,7 @@ fn evaluate_once(
                 },
                 message: format!("[{}] {}", f.rule, f.message),
                 field: f.field,
+                inventory: f.inventory,
             });
         }
     }
@@ -346,6 +351,7 @@ fn evaluate_once(
                 rules.join(", "),
             ),
             field: f.field,
+            inventory: true,
         });
     }
     verdict

@@ -82,7 +82,7 @@ pub static RULES: &[Rule] = &[
         id: "lb-attributes-immutable",
         providers: &[Provider::Alibaba, Provider::Huawei],
         class: Class::Transition,
-        gate: Gate::Transition,
+        gate: Gate::Admit,
         default: Action::Deny,
         title: "Load balancer attributes fixed at creation cannot change (ACK CLB: address-type, zones, ip-version, resource group, network-type, ip; ACK NLB: ip-version, resource group; CCE: elb.class, elb.autocreate)",
         source: "kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/loadbalancer.go:127-154 (\"can not change ... once created\"), nlbv2/loadbalancer.go:187-206 (ip-version and resource group fail; address-type and zones change in place); CCE Service annotation reference (class, autocreate)",
@@ -425,9 +425,16 @@ fn immutable_attributes(p: Provider) -> &'static [Fixed] {
 /// `union`. ACK's NLB controller compares in any case and changes its address type and zones
 /// in place (a warning, not a denial).
 fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    if cat.provider == Provider::Alibaba {
+        super::reuse::compared_with_the_live_lb(ctx, cat, out);
+    }
     let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
         return;
     };
+    // A transition: an update of a Service that was and stays a LoadBalancer.
+    if ctx.input.operation != crate::vocab::input::Operation::Update || !old.is_lb() {
+        return;
+    }
     let nlb = ctx.is_nlb(cat.provider);
     let alibaba = cat.provider == Provider::Alibaba;
     fn read(
@@ -611,6 +618,12 @@ fn enum_values_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let alibaba = cat.provider == Provider::Alibaba;
+    // The rule runs on creates too (the reused load balancer's facts, webhook only); what
+    // the policy checks is the transition.
+    let transition = format!(
+        "(oldObject != null && {})",
+        cel::on(cel::IS_LB, "oldObject")
+    );
     let nlb = if alibaba {
         cel::on(&crate::providers::alibaba::nlb_cel(v), "object")
     } else {
@@ -666,18 +679,18 @@ fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str
         };
         if let Some(e) = f.clb {
             out.push(CelCheck::new(
-                format!("!{nlb} && {np} && {}", differs(false)),
+                format!("{transition} && !{nlb} && {np} && {}", differs(false)),
                 message(e),
             ));
         }
         if let Some(e) = f.nlb {
             out.push(CelCheck::new(
-                format!("{nlb} && {np} && {}", differs(true)),
+                format!("{transition} && {nlb} && {np} && {}", differs(true)),
                 message(e),
             ));
         } else if let Some(what) = f.nlb_in_place {
             out.push(CelCheck::advice(
-                format!("{nlb} && {np} && {}", differs(true)),
+                format!("{transition} && {nlb} && {np} && {}", differs(true)),
                 format!(
                     "'[lb-attributes-immutable] ' + {nk} + ' changes from ' + {was} + ' to \"' + {nv} + '\": {}'",
                     what.replace('\'', "\\'").replace('"', "\\\"")

@@ -29,8 +29,8 @@ pub static RULES: &[Rule] = &[
         Inventory,
         Admit,
         Deny,
-        "A reused load balancer's address type equals the Service's (annotation, or the provider default: intranet on CTyun, internet on Alibaba)",
-        "000 \"所复用实例的地址类型必须与Service的访问类型严格一致\"; 001",
+        "A reused load balancer's address type equals the Service's (annotation, or the provider default: intranet on CTyun, internet on Alibaba; ACK NLB converts it in place: a warning)",
+        "000 \"所复用实例的地址类型必须与Service的访问类型严格一致\"; 001 (same). Reading: ACK's CLB controller compares only a set annotation (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/loadbalancer.go:136-139), so without one it serves an intranet load balancer to a Service that asked for nothing; lbguard follows 001 there (the default is internet) and the mutating webhook sets the load balancer's type; nlbv2/loadbalancer.go:200-206 converts an NLB in place",
         address_type_match,
         Vap::No("reads the load balancer inventory")
     ),
@@ -170,6 +170,17 @@ fn address_type_match(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
             ),
         ),
     };
+    if ctx.is_nlb(cat.provider) {
+        // ACK's NLB controller converts a reused NLB's address type in place
+        // (nlbv2/loadbalancer.go:200-206, any case).
+        if !wanted.eq_ignore_ascii_case(actual.as_str()) {
+            out.advise(
+                annotation_field(&cat.key("address-type")),
+                format!("NLB \"{}\" is {} but the Service asks for {wanted} ({how}): the NLB controller converts the NLB's address type in place, so its address changes for every Service on it; set {}: \"{}\" to keep it", id.value, actual.as_str(), cat.key("address-type"), actual.as_str()),
+            );
+        }
+        return;
+    }
     if wanted != actual.as_str() {
         out.push(
             annotation_field(&cat.key("address-type")),

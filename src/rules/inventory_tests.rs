@@ -14,8 +14,15 @@ loadBalancers:
   - {id: lb-other-vpc, provider: ctyun, addressType: intranet, vpcId: vpc-9, createdBy: user}
   - {id: lb-ccm, provider: ctyun, addressType: intranet, vpcId: vpc-1, createdBy: ccm}
   - {id: lb-user-internet, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user,
-     listeners: [{port: 443, protocol: HTTPS, owner: external}],
+     listeners: [{port: 443, protocol: HTTPS, owner: external}, {port: 8443, protocol: TCP, owner: "shop/api (cluster prod-b)"},
+                 {port: 9000, protocol: TCP, owner: shop/dns}],
      attachedFrom: [{cluster: prod-b, namespace: shop, name: web}]}
+  - {id: lb-facts, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user,
+     resourceGroupId: rg-1, masterZoneId: cn-hangzhou-h, slaveZoneId: cn-hangzhou-i, ipVersion: ipv4,
+     networkType: vpc, address: 47.1.1.1}
+  - {id: lb-ipv6, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user, ipVersion: ipv6}
+  - {id: nlb-facts, provider: alibaba, kind: nlb, addressType: internet, vpcId: vpc-1, createdBy: user,
+     resourceGroupId: rg-1, ipVersion: ipv4, address: nlb-facts.cn-hangzhou.nlb.aliyuncs.com}
   - {id: lb-intranet, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: user}
   - {id: lb-other-vpc, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-9, createdBy: user}
   - {id: nlb-other-vpc, provider: alibaba, kind: nlb, addressType: intranet, vpcId: vpc-9, createdBy: user}
@@ -135,8 +142,17 @@ fn reuse_same_vpc_without_cluster_vpc_cannot_tell() {
 #[case::ctyun_taken_tcp(Ctyun, "lb-user-internet", 443, "TCP", &[], Deny)]
 #[case::ctyun_udp_next_to_tcp(Ctyun, "lb-user-internet", 443, "UDP", &[], Pass)]
 #[case::ctyun_udp_taken(Ctyun, "lb-user-internet", 53, "UDP", &[], Deny)]
-#[case::alibaba_taken(Alibaba, "lb-user-internet", 443, "TCP", &[], Deny)]
-#[case::alibaba_force_override_warns(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "true")], Warn)]
+// ACK without force-override touches no listener (clbv1/model_applier.go:99-112): the user's
+// listener is expected; a note when no vgroup-port binds the port.
+#[case::alibaba_users_listener_is_expected(Alibaba, "lb-user-internet", 443, "TCP", &[], Warn)]
+#[case::alibaba_users_listener_bound(Alibaba, "lb-user-internet", 443, "TCP", &[("vgroup-port", "rsp-bp1abc:443")], Pass)]
+#[case::alibaba_override_is_not_true(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "True")], Warn)]
+// With it (clbv1/listeners.go:645-708): same protocol is taken over, another one refused.
+#[case::alibaba_override_same_protocol(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "true"), ("protocol-port", "https:443")], Warn)]
+#[case::alibaba_override_other_protocol(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "true")], Deny)]
+#[case::alibaba_other_clusters_listener(Alibaba, "lb-user-internet", 8443, "TCP", &[], Deny)]
+#[case::alibaba_other_clusters_listener_override(Alibaba, "lb-user-internet", 8443, "TCP", &[("force-override-listeners", "true")], Deny)]
+#[case::alibaba_other_service_of_this_cluster(Alibaba, "lb-user-internet", 9000, "TCP", &[], Deny)]
 #[case::huawei_taken(Huawei, "elb-1", 8443, "TCP", &[], Deny)]
 #[case::huawei_skip_managed_is_exempt(Huawei, "elb-1", 8443, "TCP", &[("skip-managed-listener", "true")], Pass)]
 fn listener_port_unique(
@@ -188,8 +204,8 @@ fn own_listener_is_no_conflict() {
 #[rstest]
 #[case::ctyun_within(Ctyun, "quotas:\n  listenersPerLoadBalancer: 3\n", Pass)]
 #[case::ctyun_over(Ctyun, "quotas:\n  listenersPerLoadBalancer: 2\n", Deny)]
-#[case::alibaba_within(Alibaba, "quotas:\n  listenersPerLoadBalancer: 2\n", Pass)]
-#[case::alibaba_over(Alibaba, "quotas:\n  listenersPerLoadBalancer: 1\n", Deny)]
+#[case::alibaba_within(Alibaba, "quotas:\n  listenersPerLoadBalancer: 4\n", Pass)]
+#[case::alibaba_over(Alibaba, "quotas:\n  listenersPerLoadBalancer: 3\n", Deny)]
 fn listener_quota(#[case] p: Provider, #[case] quota: &str, #[case] want: Expect) {
     let s = lb()
         .pa(p, "id", "lb-user-internet")
@@ -355,6 +371,7 @@ fn cloud(p: Provider) -> crate::cloud::View {
         }],
         attached_from: Vec::new(),
         flavors: vec!["l4".into(), "l7".into()],
+        ..crate::inventory::LoadBalancer::new("lb-real", p)
     };
     let facts = std::collections::HashMap::from([
         ("lb-real".to_string(), Ok(Arc::new(Fact::Found(real)))),
@@ -483,13 +500,14 @@ fn cloud_errors_follow_on_error(#[case] config: &str, #[case] want: Option<Expec
 #[case::alibaba(Alibaba)]
 #[case::huawei(Huawei)]
 fn a_services_own_listener_is_not_taken_by_someone_else(#[case] p: Provider) {
-    // Port 80 has a listener of unknown owner: a new Service cannot take it…
+    // Port 80 has a listener of unknown owner: a new Service cannot take it (on ACK, without
+    // force-override, the controller leaves it to its owner: a note)…
     expect_with(
         &create(cloud_svc(p, "lb-real", 80)),
         &cfg(CFG),
         &cloud(p),
         "listener-port-unique",
-        Deny,
+        if p == Alibaba { Warn } else { Deny },
     );
     // …but the Service that had port 80 on this load balancer keeps it on an update.
     let old = cloud_svc(p, "lb-real", 80);
@@ -501,4 +519,104 @@ fn a_services_own_listener_is_not_taken_by_someone_else(#[case] p: Provider) {
         "listener-port-unique",
         Pass,
     );
+}
+
+/// ACK compares a reused load balancer with the Service's annotations on every reconcile
+/// (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/
+/// loadbalancer.go:127-154, :369-378; nlbv2/loadbalancer.go:187-197).
+#[rstest]
+#[case::clb_same_group("lb-facts", false, &[("resource-group-id", "rg-1")], Pass)]
+#[case::clb_other_group("lb-facts", false, &[("resource-group-id", "rg-2")], Deny)]
+#[case::clb_group_case("lb-facts", false, &[("resource-group-id", "RG-1")], Deny)]
+#[case::clb_other_master_zone("lb-facts", false, &[("master-zoneid", "cn-hangzhou-j")], Deny)]
+#[case::clb_other_slave_zone("lb-facts", false, &[("slave-zoneid", "cn-hangzhou-j")], Deny)]
+#[case::clb_ip_version_absent_is_ipv4("lb-facts", false, &[], Pass)]
+#[case::clb_ip_version_differs("lb-facts", false, &[("ip-version", "ipv6")], Deny)]
+#[case::clb_ipv6_lb_without_annotation("lb-ipv6", false, &[], Deny)]
+#[case::clb_ipv6_lb_with_annotation("lb-ipv6", false, &[("ip-version", "ipv6")], Pass)]
+#[case::clb_network_type("lb-facts", false, &[("network-type", "classic")], Deny)]
+#[case::clb_address("lb-facts", false, &[("ip", "47.1.1.2")], Deny)]
+#[case::clb_same_address("lb-facts", false, &[("ip", "47.1.1.1")], Pass)]
+#[case::clb_empty_is_unset("lb-facts", false, &[("resource-group-id", "")], Pass)]
+#[case::nlb_ip_version_any_case("nlb-facts", true, &[("ip-version", "IPv4")], Pass)]
+#[case::nlb_ip_version_differs("nlb-facts", true, &[("ip-version", "DualStack")], Deny)]
+#[case::nlb_group_any_case("nlb-facts", true, &[("resource-group-id", "RG-1")], Pass)]
+#[case::nlb_other_group("nlb-facts", true, &[("resource-group-id", "rg-2")], Deny)]
+fn reused_load_balancer_attributes(
+    #[case] id: &str,
+    #[case] nlb: bool,
+    #[case] anns: &[(&str, &str)],
+    #[case] want: Expect,
+) {
+    let mut s = lb().pa(Alibaba, "id", id);
+    if nlb {
+        s = s.class("alibabacloud.com/nlb");
+    }
+    for (k, v) in anns {
+        s = s.pa(Alibaba, k, v);
+    }
+    let v = expect_with(
+        &create(s),
+        &cfg(CFG),
+        &inventory(INV),
+        "lb-attributes-immutable",
+        want,
+    );
+    if want == Deny {
+        let m = v.denial_message().unwrap();
+        assert!(
+            m.contains("cannot be changed") || m.contains("can not change"),
+            "{m}"
+        );
+    }
+}
+
+/// The Service's status must name the reused load balancer's address
+/// (clbv1/model_applier.go:511-523, nlbv2/model_applier.go:607-618).
+#[rstest]
+#[case::clb_same_ip("lb-facts", false, "47.1.1.1", Pass)]
+#[case::clb_other_ip("lb-facts", false, "47.9.9.9", Deny)]
+#[case::nlb_same_name("nlb-facts", true, "nlb-facts.cn-hangzhou.nlb.aliyuncs.com", Pass)]
+#[case::nlb_other_name("nlb-facts", true, "nlb-other.cn-hangzhou.nlb.aliyuncs.com", Deny)]
+fn the_status_names_the_reused_load_balancer(
+    #[case] id: &str,
+    #[case] nlb: bool,
+    #[case] at: &str,
+    #[case] want: Expect,
+) {
+    let mut s = lb().pa(Alibaba, "id", id);
+    if nlb {
+        s = s.class("alibabacloud.com/nlb");
+    }
+    let mut svc = s.build();
+    let ingress = if nlb {
+        serde_json::json!({"hostname": at})
+    } else {
+        serde_json::json!({"ip": at})
+    };
+    svc.status = Some(
+        serde_json::from_value(serde_json::json!({"loadBalancer": {"ingress": [ingress]}}))
+            .unwrap(),
+    );
+    let old = svc.clone();
+    let mut new = svc;
+    new.metadata.labels = Some([("team".to_string(), "web".to_string())].into());
+    let input = Input::new(Operation::Update, Some(new), Some(old), UserInfo::default()).unwrap();
+    let v = crate::testkit::run_with(&input, &cfg(CFG), &inventory(INV));
+    let denied = v
+        .violations
+        .iter()
+        .any(|x| x.rule == "lb-attributes-immutable" && x.message.contains("cannot be bound"));
+    assert_eq!(denied, want == Deny, "{v:#?}");
+}
+
+/// Tags decide, as the controllers read them: kubernetes.do.not.delete or ack.aliyun.com
+/// refuse reuse even beside kubernetes.reused.by.user (clbv1/model_applier.go:497-504).
+#[test]
+fn a_reused_tag_does_not_make_a_controller_made_load_balancer_reusable() {
+    let inv = inventory(
+        "loadBalancers:\n  - {id: lb-tagged, provider: alibaba, kind: clb, addressType: internet, createdBy: ccm}\n",
+    );
+    let s = lb().pa(Alibaba, "id", "lb-tagged");
+    expect_with(&create(s), &cfg(CFG), &inv, "reuse-user-created-only", Deny);
 }

@@ -1,7 +1,15 @@
 //! Listener rules: which ports of a load balancer each Service takes, checked against the
 //! other Services of the cluster (the cluster view, which also holds admitted-but-unwatched
-//! reservations) and against the inventory's existing listeners. TCP, HTTP, HTTPS and TLS
-//! listeners share one port space; UDP has its own.
+//! reservations) and against the inventory's existing listeners. TCP, HTTP, HTTPS, TLS and
+//! TCPSSL listeners share one port space; UDP has its own.
+//!
+//! ACK (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/): on a reused
+//! load balancer without `force-override-listeners: "true"` the controller touches no listener
+//! (clbv1/model_applier.go:99-112, nlbv2/model_applier.go:115-117: "listener override is
+//! false, skip reconcile listeners"), so a listener the user made is expected; with it, a
+//! same-port listener of the same protocol is taken over (clbv1/listeners.go:645-708) and one
+//! of another protocol makes the create fail at the API. ACK's NLB controller refuses
+//! overlapping listeners of one Service (nlbv2/listeners.go:650-682).
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -27,8 +35,8 @@ pub static RULES: &[Rule] = &[
         ClusterInventory,
         Admit,
         Deny,
-        "No two Services, and no Service and an existing listener, use one listener port of a load balancer (TCP family and UDP apart)",
-        "000/001 \"多个Service不能共用同一个负载均衡实例上的同一个监听端口\"; 000 \"不能使用负载均衡监听器已有端口\"",
+        "No two Services, and no Service and an existing listener it cannot use, share one listener port of a load balancer (TCP family and UDP apart; ACK: a user's listener is expected without force-override, taken over with it; NLB port ranges may not overlap)",
+        "000/001 \"多个Service不能共用同一个负载均衡实例上的同一个监听端口\"; 000 \"不能使用负载均衡监听器已有端口\"; 001's force-override table; kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/model_applier.go:99-112, nlbv2/model_applier.go:115-117, clbv1/listeners.go:645-708, nlbv2/listeners.go:650-682",
         listener_port_unique,
         Vap::No("reads the cluster view and the load balancer inventory")
     ),
@@ -171,7 +179,7 @@ pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, &'static str
 
 /// A listener protocol as a static string (no allocation per cached Service).
 fn listener_protocol(p: &str) -> Option<&'static str> {
-    ["TCP", "UDP", "HTTP", "HTTPS", "TLS"]
+    ["TCP", "UDP", "HTTP", "HTTPS", "TLS", "TCPSSL"]
         .into_iter()
         .find(|x| *x == p)
 }
@@ -216,6 +224,9 @@ fn listener_port_unique(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         return;
     }
     inventory_ports(ctx, cat, new, out);
+    if ctx.is_nlb(cat.provider) {
+        nlb_overlaps(cat, new, out);
+    }
     let Some((id, me, others)) = me_and_others(ctx, cat) else {
         return;
     };
@@ -256,11 +267,20 @@ fn inventory_ports(ctx: &Ctx, cat: &'static Catalog, new: Svc, out: &mut Finding
     };
     let me = new.namespaced_name();
     let held = held_before(ctx, cat, id.value);
-    let overrides = cat.provider == Provider::Alibaba
+    let alibaba = cat.provider == Provider::Alibaba;
+    // ACK reads exactly "true" (annotations.go:270-272).
+    let overrides = alibaba
         && cat
             .get(new, "force-override-listeners")
             .is_some_and(|a| a.value == "true");
-    for (port, family, _) in listener_ports(cat, new) {
+    let bound = |port: i32| {
+        cat.get(new, "vgroup-port").is_some_and(|a| {
+            a.value
+                .split(',')
+                .any(|e| e.split(':').nth(1) == Some(port.to_string().as_str()))
+        })
+    };
+    for (port, family, proto) in listener_ports(cat, new) {
         let taken = lb.listeners.iter().find(|l| {
             i32::from(l.port) == port
                 && protocol_family(&l.protocol) == Some(family)
@@ -268,28 +288,83 @@ fn inventory_ports(ctx: &Ctx, cat: &'static Catalog, new: Svc, out: &mut Finding
                 && !held.contains(&(port, family))
         });
         let Some(l) = taken else { continue };
+        let theirs = l.protocol.to_ascii_uppercase();
         let what = format!(
-            "port {port}/{} is already a {} listener on load balancer \"{}\" owned by {}",
+            "port {port}/{} is already a {theirs} listener on load balancer \"{}\" owned by {}",
             family.as_str(),
-            l.protocol.to_ascii_uppercase(),
             id.value,
             l.owner
         );
-        if overrides {
-            out.advise(
-                "spec.ports",
-                format!("{what}; force-override-listeners: \"true\" takes it over"),
-            );
-        } else if cat.provider == Provider::Alibaba {
+        let users = l.owner == "external";
+        if !alibaba {
+            out.push("spec.ports", format!("{what}; use another port"));
+        } else if !users {
             out.push(
                 "spec.ports",
-                format!(
-                    "{what}; use another port, or set {}: \"true\" to take it over",
-                    cat.key("force-override-listeners")
-                ),
+                format!("{what}; two Services cannot share one listener port; use another port or another load balancer"),
+            );
+        } else if !overrides {
+            // The controller leaves the user's listeners alone: the user runs them.
+            if !bound(port) {
+                out.advise(
+                    "spec.ports",
+                    format!("{what}: without {}: \"true\" the cloud controller leaves it as it is and creates no listener of its own, so it keeps forwarding where you pointed it; bind port {port} to a server group with {} if this Service's pods should serve it", cat.key("force-override-listeners"), cat.key("vgroup-port")),
+                );
+            }
+        } else if theirs == proto {
+            out.advise(
+                "spec.ports",
+                format!("{what}; force-override-listeners: \"true\" takes it over: the cloud controller rewrites it to forward to this Service"),
             );
         } else {
-            out.push("spec.ports", format!("{what}; use another port"));
+            out.push(
+                "spec.ports",
+                format!("{what}; with force-override-listeners: \"true\" the cloud controller creates a {proto} listener on the same port, which the cloud's API refuses (one listener per port); use another port, or delete or change the {theirs} listener first"),
+            );
+        }
+    }
+}
+
+/// ACK NLB: one Service's listeners, ports and port ranges, may not overlap within one
+/// protocol (nlbv2/listeners.go:650-682: "port of listener [%s] overlaps with listener [%s]").
+fn nlb_overlaps(cat: &Catalog, new: Svc, out: &mut Findings) {
+    let mapped = cat.get(new, "protocol-port").map(|a| a.value);
+    let ranges = cat.get(new, "listener-port-range").map(|a| a.value);
+    let mut listeners: Vec<(String, i64, i64, String)> = Vec::new();
+    for p in new.ports() {
+        let port = p.port.to_string();
+        // The first entry naming the port, as nlbListenerProtocol and portRange read them.
+        let entry = |v: Option<&str>| {
+            v.and_then(|v| {
+                v.split(',')
+                    .map(|e| e.split(':').collect::<Vec<_>>())
+                    .find(|e| e.len() >= 2 && e[1] == port)
+                    .map(|e| e[0].to_string())
+            })
+        };
+        let proto = entry(mapped)
+            .unwrap_or_else(|| p.protocol.clone().unwrap_or_else(|| "TCP".into()))
+            .to_ascii_uppercase();
+        let (start, end, shown) = match entry(ranges).and_then(|r| {
+            let (s, e) = r.split_once('-')?;
+            Some((
+                crate::vocab::go::atoi(s).ok()?,
+                crate::vocab::go::atoi(e).ok()?,
+            ))
+        }) {
+            Some((s, e)) => (s, e, format!("{s}-{e}")),
+            None => (i64::from(p.port), i64::from(p.port), port.clone()),
+        };
+        listeners.push((proto, start, end, shown));
+    }
+    for (i, a) in listeners.iter().enumerate() {
+        for b in &listeners[..i] {
+            if a.0 == b.0 && a.1 <= b.2 && b.1 <= a.2 {
+                out.push(
+                    "spec.ports",
+                    format!("{} listener {} overlaps {} listener {} of the same Service; the NLB controller fails on every resync with \"port of listener [{}] overlaps with listener [{}]\"; give each port (or range) its own numbers", a.0, a.3, b.0, b.3, b.3, a.3),
+                );
+            }
         }
     }
 }

@@ -291,3 +291,58 @@ fn stale_cache_follows_on_stale(#[case] config: &str, #[case] want: Expect) {
         _ => assert!(v.denial_message().unwrap().contains("cannot check")),
     }
 }
+
+/// ACK NLB: one Service's listeners may not overlap within a protocol
+/// (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/nlbv2/listeners.go:650-682).
+#[rstest]
+#[case::two_ports(&[(80, "TCP"), (443, "TCP")], None, None, Pass)]
+#[case::tcp_and_udp_on_one_port(&[(53, "TCP"), (53, "UDP")], None, None, Pass)]
+#[case::mapped_onto_one_protocol(&[(53, "TCP"), (53, "UDP")], Some("tcp:53"), None, Deny)]
+#[case::range_covers_a_port(&[(80, "TCP"), (10005, "TCP")], None, Some("10000-10010:80"), Deny)]
+#[case::ranges_apart(&[(80, "TCP"), (81, "TCP")], None, Some("10000-10010:80,10011-10020:81"), Pass)]
+#[case::ranges_touch(&[(80, "TCP"), (81, "TCP")], None, Some("10000-10010:80,10010-10020:81"), Deny)]
+#[case::range_other_protocol(&[(80, "TCP"), (10005, "UDP")], None, Some("10000-10010:80"), Pass)]
+fn nlb_listeners_do_not_overlap(
+    #[case] ports: &[(i32, &str)],
+    #[case] mapping: Option<&str>,
+    #[case] ranges: Option<&str>,
+    #[case] want: Expect,
+) {
+    let mut s = lb()
+        .class("alibabacloud.com/nlb")
+        .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1")
+        .ann(crate::providers::alibaba::format::BACKEND_TYPE, "eni");
+    s.0.spec.as_mut().unwrap().ports = None;
+    for (p, proto) in ports {
+        s = s.port(*p, proto);
+    }
+    if let Some(m) = mapping {
+        s = s.pa(Alibaba, "protocol-port", m);
+    }
+    if let Some(r) = ranges {
+        s = s.pa(Alibaba, "listener-port-range", r);
+    }
+    let config = cfg("");
+    let state = cluster_with(&config, &[]);
+    let v = expect_cluster(&create(s), &config, &state, "listener-port-unique", want);
+    if want == Deny {
+        assert!(
+            v.denial_message()
+                .unwrap()
+                .contains("overlaps with listener"),
+            "{v:#?}"
+        );
+    }
+}
+
+/// CLB Services never get the NLB overlap check (CLB has no port ranges).
+#[test]
+fn clb_has_no_overlap_check() {
+    let s = lb()
+        .only_port(53, "TCP")
+        .port(53, "UDP")
+        .pa(Alibaba, "protocol-port", "tcp:53");
+    let config = cfg("");
+    let state = cluster_with(&config, &[]);
+    expect_cluster(&create(s), &config, &state, "listener-port-unique", Pass);
+}

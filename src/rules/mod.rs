@@ -4,6 +4,7 @@ pub mod annotations;
 pub mod common;
 pub mod inventory;
 pub mod listeners;
+pub mod reuse;
 
 use std::sync::LazyLock;
 
@@ -72,11 +73,141 @@ pub fn markdown_table_for(provider: Option<crate::vocab::provider::Provider>) ->
     out
 }
 
+/// An annotation row's key and its sources.
+pub type RowSources = (String, Vec<String>);
+/// A rule's id, its own source and its rows' sources.
+pub type RuleSources = (&'static str, &'static str, Vec<RowSources>);
+
+/// Every source of a rule: its own, and those of each annotation-table row it checks
+/// (`lbguard rules --sources`): the document, the published range, the controller's code
+/// lines at the pinned commit, and the reading where they disagree.
+pub fn sources(provider: Option<crate::vocab::provider::Provider>) -> Vec<RuleSources> {
+    use crate::vocab::provider::Provider;
+    let providers: Vec<Provider> = match provider {
+        Some(p) => vec![p],
+        None => Provider::ALL.to_vec(),
+    };
+    for_provider(provider)
+        .map(|r| {
+            let mut rows = Vec::new();
+            for p in &providers {
+                if !r.providers.contains(p) {
+                    continue;
+                }
+                let cat = crate::providers::catalog(*p);
+                let table = cat.table();
+                for e in &table.annotations {
+                    let owner = e.rule.as_deref().unwrap_or("annotation-value-format");
+                    if owner == r.id {
+                        rows.push((cat.key(&e.name), table.provenance(e)));
+                    }
+                }
+            }
+            (r.id, r.source, rows)
+        })
+        .collect()
+}
+
+/// The provider documents the rules started from, by the numbers rule sources use.
+const DOCUMENTS: &[(&str, &str)] = &[
+    ("000", "CTyun's guide to LoadBalancer Services (Chinese)"),
+    (
+        "001",
+        "ACK's \"配置Service负载均衡的注意事项及CCM资源更新策略\" (Chinese)",
+    ),
+    ("002", "CCE's guide to LoadBalancer Services (Chinese)"),
+    (
+        "003",
+        "CCE's guide to taking a Service's listeners out of CCE's management (Chinese)",
+    ),
+    (
+        "004",
+        "VKE's guide to reusing a load balancer across clusters (Chinese)",
+    ),
+];
+
+/// A source as readers know it: the documents' names instead of lbguard's numbers for them.
+pub fn readable(source: &str) -> String {
+    let mut out = source.to_string();
+    for (n, name) in DOCUMENTS {
+        out = out.replace(&format!("lbguard seed {n}"), name);
+        let mut done = String::new();
+        let mut rest = out.as_str();
+        while let Some(i) = rest.find(n) {
+            let before = rest[..i].chars().next_back();
+            let after = rest[i + n.len()..].chars().next();
+            let token = |c: Option<char>| {
+                c.is_none_or(|c| !c.is_ascii_alphanumeric() && c != '.' && c != '-' && c != '_')
+            };
+            done.push_str(&rest[..i]);
+            done.push_str(if token(before) && token(after) {
+                name
+            } else {
+                n
+            });
+            rest = &rest[i + n.len()..];
+        }
+        done.push_str(rest);
+        out = done;
+    }
+    out
+}
+
+/// `sources` as Markdown, for the book's rules page.
+pub fn sources_markdown(provider: Option<crate::vocab::provider::Provider>) -> String {
+    let mut out = String::new();
+    for (id, source, rows) in sources(provider) {
+        out.push_str(&format!(
+            "### `{id}`\n\n{}\n",
+            readable(source).replace('<', "&lt;")
+        ));
+        if !rows.is_empty() {
+            out.push('\n');
+        }
+        for (key, from) in rows {
+            out.push_str(&format!(
+                "- `{key}`: {}\n",
+                readable(&from.join("; "))
+                    .replace('<', "&lt;")
+                    .replace('>', "&gt;")
+            ));
+        }
+        out.push('\n');
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::vocab::provider::Provider;
     use std::collections::HashSet;
+
+    /// Every rule names a source, and every annotation row its sources.
+    #[test]
+    fn every_rule_and_row_has_sources() {
+        for (id, source, rows) in sources(None) {
+            assert!(!source.is_empty(), "{id}");
+            for (key, from) in rows {
+                assert!(!from.is_empty() && !from[0].is_empty(), "{id} {key}");
+            }
+        }
+        let alibaba = sources(Some(Provider::Alibaba));
+        let (_, _, rows) = alibaba
+            .iter()
+            .find(|(id, _, _)| *id == "annotation-format")
+            .unwrap();
+        let idle = rows
+            .iter()
+            .find(|(k, _)| k.ends_with("-idle-timeout"))
+            .unwrap();
+        assert!(
+            idle.1.iter().any(|s| s.starts_with(
+                "kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/listeners.go:"
+            )),
+            "{idle:?}"
+        );
+    }
 
     #[test]
     fn ids_are_unique() {
@@ -125,6 +256,11 @@ mod tests {
 
     #[test]
     fn book_tables_match_registry() {
+        let sources = include_str!("../../docs/src/rule-sources.md");
+        assert!(
+            sources.contains(sources_markdown(None).trim_end()),
+            "the rule sources page (docs/src/rule-sources.md) is stale: run scripts/rules-table"
+        );
         let book = include_str!("../../docs/src/rules.md");
         assert!(
             book.contains(&markdown_table()),

@@ -220,6 +220,8 @@ pub struct Finding {
     pub cloud_error: bool,
     /// Denies even under a warn rule.
     pub escalated: bool,
+    /// Read from the load balancer inventory (an exported policy cannot see it).
+    pub inventory: bool,
 }
 
 /// What rules push into. Knows which rule is running so rules cannot mislabel findings.
@@ -253,6 +255,15 @@ impl Findings {
         }
     }
 
+    /// A violation found in the load balancer inventory's facts (a rule that otherwise
+    /// reads only the Service; its exported policy cannot see them).
+    pub fn push_inventory(&mut self, field: impl Into<String>, message: impl Into<String>) {
+        self.add(field.into(), message.into(), false);
+        if let Some(last) = self.items.last_mut() {
+            last.inventory = true;
+        }
+    }
+
     /// Something worth a warning even when the rule denies (e.g. weight 0, unknown version).
     pub fn advise(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.add(field.into(), message.into(), true);
@@ -283,6 +294,7 @@ impl Findings {
             unknown: false,
             cloud_error: false,
             escalated: false,
+            inventory: false,
         });
     }
 

@@ -81,7 +81,7 @@ impl CreatedBy {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Listener {
     pub port: u16,
-    /// TCP, UDP, HTTP, HTTPS or TLS (any case).
+    /// TCP, UDP, HTTP, HTTPS, TLS or TCPSSL (any case).
     pub protocol: String,
     /// `external`, the `namespace/name` of the Service that owns it, or
     /// `namespace/name (cluster ID)` for another cluster's Service.
@@ -121,6 +121,24 @@ pub struct LoadBalancer {
     /// Huawei dedicated ELB flavors present: `l4`, `l7`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub flavors: Vec<String>,
+    /// What ACK's controllers compare with a reused load balancer's annotations
+    /// (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/
+    /// loadbalancer.go:127-154, nlbv2/loadbalancer.go:187-197, */model_applier.go).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub resource_group_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub master_zone_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub slave_zone_id: Option<String>,
+    /// `ipv4`, `ipv6` (CLB) or `DualStack` (NLB).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ip_version: Option<String>,
+    /// CLB: `classic` or `vpc`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub network_type: Option<String>,
+    /// The address Services' status names: a CLB's IP, an NLB's DNS name.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub address: Option<String>,
 }
 
 impl LoadBalancer {
@@ -136,11 +154,18 @@ impl LoadBalancer {
             listeners: Vec::new(),
             attached_from: Vec::new(),
             flavors: Vec::new(),
+            resource_group_id: None,
+            master_zone_id: None,
+            slave_zone_id: None,
+            ip_version: None,
+            network_type: None,
+            address: None,
         }
     }
 }
 
-/// Listener port spaces: TCP, HTTP, HTTPS and TLS share one; UDP has its own.
+/// Listener port spaces: TCP, HTTP, HTTPS, TLS and TCPSSL (ACK NLB) share one; UDP has its
+/// own.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Family {
     Tcp,
@@ -158,7 +183,7 @@ impl Family {
 
 pub fn protocol_family(protocol: &str) -> Option<Family> {
     match protocol.to_ascii_uppercase().as_str() {
-        "TCP" | "HTTP" | "HTTPS" | "TLS" => Some(Family::Tcp),
+        "TCP" | "HTTP" | "HTTPS" | "TLS" | "TCPSSL" => Some(Family::Tcp),
         "UDP" => Some(Family::Udp),
         _ => None,
     }

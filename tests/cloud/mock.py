@@ -533,7 +533,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.reply(404, {"Code": "InvalidLoadBalancerId.NotFound", "RequestId": "r",
                                         "Message": "The specified load balancer does not exist."})
             body = {"LoadBalancerId": lb["id"], "RegionId": STATE["region"], "RequestId": "r",
-                    "AddressType": lb.get("addressType") or "internet", "NetworkType": "vpc",
+                    "AddressType": lb.get("addressType") or "internet", **self.ali_clb_facts(lb),
                     "VpcId": lb.get("vpcId") or "", "LoadBalancerStatus": "active",
                     "Tags": {"Tag": self.ali_tags(lb)},
                     "ListenerPortsAndProtocol": {"ListenerPortAndProtocol": [
@@ -548,7 +548,8 @@ class Handler(BaseHTTPRequestHandler):
             at = lb.get("addressType") or "internet"
             body = {"LoadBalancerId": lb["id"], "RegionId": STATE["region"], "RequestId": "r",
                     "AddressType": at.capitalize(), "VpcId": lb.get("vpcId") or "",
-                    "LoadBalancerStatus": "Active", "Tags": self.ali_tags(lb)}
+                    "LoadBalancerStatus": "Active", "Tags": self.ali_tags(lb),
+                    **self.ali_nlb_facts(lb)}
             check_alibaba(body, nlb.GetLoadBalancerAttributeResponseBody)
             return self.reply(200, body)
         items = [{"ListenerId": f"lsn-{p}", "ListenerPort": p, "ListenerProtocol": proto.upper(),
@@ -565,6 +566,22 @@ class Handler(BaseHTTPRequestHandler):
         check_alibaba(body, nlb.ListListenersResponseBody)
         return self.reply(200, body)
 
+    @staticmethod
+    def ali_clb_facts(lb):
+        """The attributes ACK's CLB controller compares with a reused load balancer, as the
+        SLB API names them (only those the file gives)."""
+        names = {"resourceGroupId": "ResourceGroupId", "masterZoneId": "MasterZoneId",
+                 "slaveZoneId": "SlaveZoneId", "ipVersion": "AddressIPVersion",
+                 "networkType": "NetworkType", "address": "Address"}
+        return {api: lb[k] for k, api in names.items() if k in lb}
+
+    @staticmethod
+    def ali_nlb_facts(lb):
+        """The same for NLB, as the NLB API names them."""
+        names = {"resourceGroupId": "ResourceGroupId", "ipVersion": "AddressIpVersion",
+                 "address": "DNSName"}
+        return {api: lb[k] for k, api in names.items() if k in lb}
+
     def alibaba_list(self, op, q, slb, nlb):
         """The list calls the refresh makes for many load balancers at once."""
         region = q.get("RegionId") == STATE["region"]
@@ -576,7 +593,7 @@ class Handler(BaseHTTPRequestHandler):
             size = max(1, min(int(q.get("PageSize") or 10), STATE["pageSize"]))
             page, _ = paged(found, (number - 1) * size, size)
             items = [{"LoadBalancerId": lb["id"], "RegionId": STATE["region"],
-                      "AddressType": lb.get("addressType") or "internet", "NetworkType": "vpc",
+                      "AddressType": lb.get("addressType") or "internet", **self.ali_clb_facts(lb),
                       "VpcId": lb.get("vpcId") or "", "LoadBalancerStatus": "active",
                       "Tags": {"Tag": self.ali_tags(lb)}} for lb in page]
             body = {"LoadBalancers": {"LoadBalancer": items}, "PageNumber": number,
@@ -591,7 +608,8 @@ class Handler(BaseHTTPRequestHandler):
             items = [{"LoadBalancerId": lb["id"], "RegionId": STATE["region"], "LoadBalancerType": "Network",
                       "AddressType": (lb.get("addressType") or "internet").capitalize(),
                       "VpcId": lb.get("vpcId") or "", "LoadBalancerStatus": "Active",
-                      "Tags": [{"Key": t["TagKey"], "Value": t["TagValue"]} for t in self.ali_tags(lb)]}
+                      "Tags": [{"Key": t["TagKey"], "Value": t["TagValue"]} for t in self.ali_tags(lb)],
+                      **self.ali_nlb_facts(lb)}
                      for lb in page]
             body = {"LoadBalancers": items, "MaxResults": int(q.get("MaxResults") or 20),
                     "NextToken": str(start + len(page)) if more else "", "RequestId": "r",

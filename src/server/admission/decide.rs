@@ -59,6 +59,7 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
             rule: "listener-port-unique",
             action,
             field: "spec.ports".into(),
+            inventory: false,
             message: format!("[listener-port-unique] {c} (admitted concurrently, not yet visible in the cluster); use another port or another load balancer"),
         });
     }
