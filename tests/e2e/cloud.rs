@@ -147,8 +147,12 @@ pub async fn run(env: &mut Env) {
         "{}",
         r.body
     );
-    // Port 443 already has a listener at the cloud (not made for a Service of this cluster).
-    let r = apply(&env.admin[1], &service("web-2", "lb-2ze-public", 443)).await;
+    // Port 443 already has the user's HTTPS listener at the cloud. With force-override the
+    // controller would create a TCP listener beside it, which the cloud's API refuses.
+    let mut web2 = service("web-2", "lb-2ze-public", 443);
+    web2["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-force-override-listeners"] =
+        json!("true");
+    let r = apply(&env.admin[1], &web2).await;
     assert_eq!(r.status, 403, "{}", r.body);
     let m = r.body["message"].as_str().unwrap();
     assert!(
