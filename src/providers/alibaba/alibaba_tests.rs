@@ -186,7 +186,7 @@ fn nlb_port_range_backend(#[case] backend: Option<&str>, #[case] want: Expect) {
         .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1")
         .pa(Alibaba, "listener-port-range", "10000-10010:80");
     if let Some(b) = backend {
-        s = s.ann(super::format::BACKEND_TYPE, b);
+        s = s.ann(super::nlb::BACKEND_TYPE, b);
     }
     expect(&create(s), &cfg(""), "annotation-format", want);
 }

@@ -2,7 +2,8 @@
 //! controller picked by the Service's class, and the engine's update ratchet finding by
 //! finding.
 
-use super::format::{BACKEND_TYPE, CLB_PROTOCOLS, NLB_PROTOCOLS};
+use super::format::{CLB_PROTOCOLS, NLB_PROTOCOLS};
+use super::nlb::BACKEND_TYPE;
 use crate::vocab::annotations::Table;
 use crate::vocab::cel::{self, on};
 use crate::vocab::provider::Catalog;

@@ -1,5 +1,6 @@
 //! `annotation-format` for ACK: values as the CLB or the NLB controller parses them, which
-//! one the Service's class picks. Entries are split as the code splits them (`strings.Split`
+//! one the Service's class picks. This file reads what both controllers read (the table's
+//! formats, `protocol-port`, `vgroup-port`); `clb` and `nlb` what only one of them does. Entries are split as the code splits them (`strings.Split`
 //! on `,` then `:`, nothing trimmed), ports are matched as strings (`fmt.Sprintf("%d")`), and
 //! numbers are read by Go's `strconv.Atoi`. A message quotes the controller's error only
 //! where the controller gives it; otherwise it says what the controller does instead.
@@ -14,9 +15,6 @@ use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::go;
 use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::service::Svc;
-
-/// What the NLB controller needs for a port range (`service_utils.go:78-88`).
-pub const BACKEND_TYPE: &str = "service.beta.kubernetes.io/backend-type";
 
 /// The listener protocols each controller takes in `protocol-port`.
 pub const CLB_PROTOCOLS: &[&str] = &["http", "https", "tcp", "udp"];
@@ -38,7 +36,7 @@ pub fn group_id_ok(id: &str) -> bool {
 }
 
 /// A port as `strconv.Atoi` reads it, from 1 to 65535.
-pub fn port_ok(v: &str) -> bool {
+pub(super) fn port_ok(v: &str) -> bool {
     go::atoi(v).is_ok_and(|p| (1..=65535).contains(&p))
 }
 
@@ -60,19 +58,9 @@ pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         port_list(new, a, PortList::Group { nlb }, out);
     }
     if nlb {
-        if let Some(a) = get("listener-port-range") {
-            port_ranges(new, a, out);
-        }
-        match get("zone-maps") {
-            Some(a) => zone_maps(a, out),
-            None if get("id").is_none() => out.push(
-                annotation_field(&cat.key("zone-maps")),
-                format!("an NLB that the cloud controller creates needs {}: its vSwitch in each zone, e.g. \"cn-hangzhou-h:vsw-xxx,cn-hangzhou-i:vsw-yyy\"; without it the controller fails on every resync with \"ParameterMissing, zone mappings are required\"", cat.key("zone-maps")),
-            ),
-            None => {}
-        }
-    } else if let Some(a) = get("forward-port") {
-        forward_port(a, out);
+        super::nlb::check(new, cat, out);
+    } else {
+        super::clb::check(new, cat, out);
     }
 }
 
@@ -227,76 +215,4 @@ fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
             format!("{key} lists port {p} more than once; the cloud controller uses the first entry and ignores the others; give each port one entry"),
         );
     }
-}
-
-/// `forward-port` (CLB, HTTP listeners): `<httpPort>:<httpsPort>` pairs.
-fn forward_port(a: Annot, out: &mut Findings) {
-    for entry in a.value.split(',') {
-        let parts: Vec<&str> = entry.split(':').collect();
-        if parts.len() != 2 || !parts.iter().all(|p| port_ok(p)) {
-            out.push(
-                annotation_field(a.key),
-                format!(
-                    "{} entry \"{entry}\" is not <httpPort>:<httpsPort> (two ports, no spaces); the cloud controller fails on it for an HTTP listener; write e.g. \"80:443\"",
-                    a.key
-                ),
-            );
-        }
-    }
-}
-
-/// `listener-port-range` (NLB): `<start>-<end>:<port>`, 1 <= start < end <= 65535, and only
-/// with the ENI backend.
-fn port_ranges(svc: Svc, a: Annot, out: &mut Findings) {
-    if let Some(t) = svc.annotation(BACKEND_TYPE)
-        && t != "eni"
-    {
-        out.push(
-            annotation_field(a.key),
-            format!("{} needs the ENI backend, but {BACKEND_TYPE} is \"{t}\"; the cloud controller fails on every resync with \"listener port range can only be used for eni backend type service\"; set {BACKEND_TYPE}: eni, or remove {}", a.key, a.key),
-        );
-    }
-    for entry in a.value.split(',') {
-        if !range_entry_ok(entry) {
-            out.push(
-                annotation_field(a.key),
-                format!("{} entry \"{entry}\" is not <start>-<end>:<port> with 1 <= start < end <= 65535 (no spaces); the cloud controller fails with \"listener port range must be like 1000-2000:80 with colon separated\" or a range error when it reads it; write e.g. \"10000-10010:80\"", a.key),
-            );
-        }
-    }
-}
-
-/// One `listener-port-range` entry the controller accepts.
-pub fn range_entry_ok(entry: &str) -> bool {
-    let parts: Vec<&str> = entry.split(':').collect();
-    let [range, port] = parts[..] else {
-        return false;
-    };
-    let bounds: Vec<&str> = range.split('-').collect();
-    let [s, e] = bounds[..] else { return false };
-    match (go::atoi(s), go::atoi(e)) {
-        (Ok(s), Ok(e)) => s >= 1 && e <= 65535 && s < e && port_ok(port),
-        _ => false,
-    }
-}
-
-/// `zone-maps` (NLB): `zone:vSwitch[:ip[:eip]]` entries.
-fn zone_maps(a: Annot, out: &mut Findings) {
-    for entry in a.value.split(',') {
-        if !zone_entry_ok(entry) {
-            out.push(
-                annotation_field(a.key),
-                format!("{} entry \"{entry}\" is not <zone>:<vswitch-id> (no spaces); the cloud controller fails with \"ZoneMapping format error, expect [zone-a:vsw-id-1,zone-b:vsw-id-2], got {}\", or the NLB API refuses the zone or vSwitch; write e.g. \"cn-hangzhou-h:vsw-xxx,cn-hangzhou-i:vsw-yyy\"", a.key, a.value),
-            );
-        }
-    }
-}
-
-/// One `zone-maps` entry: a zone id and a vSwitch id (`vsw-…`, every vSwitch id's prefix).
-pub fn zone_entry_ok(entry: &str) -> bool {
-    let parts: Vec<&str> = entry.split(':').collect();
-    parts.len() >= 2
-        && group_id_ok(parts[0])
-        && group_id_ok(parts[1])
-        && parts[1].starts_with("vsw-")
 }

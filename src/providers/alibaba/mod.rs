@@ -6,7 +6,9 @@
 //! `data/alibaba.yaml` pins.
 
 mod cel;
+mod clb;
 pub mod format;
+pub mod nlb;
 
 /// CEL over `$s`: ACK's NLB controller takes the Service (for rules outside this module).
 pub fn nlb_cel(v: &crate::vocab::rule::VapCtx) -> String {
