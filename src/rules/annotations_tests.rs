@@ -58,6 +58,52 @@ fn value_format(
 /// Formats that have their own rule stay there: one finding, under the known id.
 #[rstest]
 #[case(Ctyun, "ip-mode", "VIP", "ip-mode-value")]
+// The controller's table: volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md
+// :25 interval 1-300
+#[case::volc_interval_max(Volcengine, "health-check-interval", "300", Pass)]
+#[case::volc_interval_over(Volcengine, "health-check-interval", "301", Deny)]
+// :26 connect timeout 1-60
+#[case::volc_connect_timeout_max(Volcengine, "health-check-connect-timeout", "60", Pass)]
+#[case::volc_connect_timeout_over(Volcengine, "health-check-connect-timeout", "61", Deny)]
+// :27-28 say 3-10; the CLB API takes 2-10 (https://docs.byteplus.com/api/docs/clb/Editing-health-check;
+// terraform-provider-volcengine@8cff181:volcengine/clb/listener/resource_volcengine_listener.go:352,358)
+#[case::volc_healthy_1(Volcengine, "healthy-threshold", "1", Deny)]
+#[case::volc_healthy_2(Volcengine, "healthy-threshold", "2", Pass)]
+#[case::volc_healthy_10(Volcengine, "healthy-threshold", "10", Pass)]
+#[case::volc_healthy_11(Volcengine, "healthy-threshold", "11", Deny)]
+#[case::volc_unhealthy_1(Volcengine, "unhealthy-threshold", "1", Deny)]
+#[case::volc_unhealthy_2(Volcengine, "unhealthy-threshold", "2", Pass)]
+#[case::volc_unhealthy_10(Volcengine, "unhealthy-threshold", "10", Pass)]
+#[case::volc_unhealthy_11(Volcengine, "unhealthy-threshold", "11", Deny)]
+// :32 proxy-protocol standard | off
+#[case::volc_proxy_standard(Volcengine, "proxy-protocol", "standard", Pass)]
+#[case::volc_proxy_on(Volcengine, "proxy-protocol", "on", Deny)]
+// :31 "A maximum of 5 IDs"; the ids as in the example at :140
+#[case::volc_acl_five(Volcengine, "acl-id", "acl-1,acl-2,acl-3,acl-4,acl-5", Pass)]
+#[case::volc_acl_six(Volcengine, "acl-id", "acl-1,acl-2,acl-3,acl-4,acl-5,acl-6", Deny)]
+#[case::volc_acl_example(
+    Volcengine,
+    "acl-id",
+    "acl-3cj44nv0jhhxc6c6rrtet****,acl-2febxt4pu0zy85oxruw0t****",
+    Pass
+)]
+// :14-15 billing types 2 | 3
+#[case::volc_billing_2(Volcengine, "billing-type", "2", Pass)]
+#[case::volc_billing_1(Volcengine, "billing-type", "1", Deny)]
+#[case::volc_eip_billing_3(Volcengine, "eip-billing-type", "3", Pass)]
+#[case::volc_eip_billing_word(Volcengine, "eip-billing-type", "traffic", Deny)]
+// :17 spec small_1 ... large_2
+#[case::volc_spec(Volcengine, "spec", "medium_2", Pass)]
+#[case::volc_spec_bad(Volcengine, "spec", "xlarge_1", Deny)]
+// :21 modification-protection-status, :29 acl-status, :30 acl-type, :24 health-check-flag
+#[case::volc_protection(Volcengine, "modification-protection-status", "NonProtection", Pass)]
+#[case::volc_protection_bad(Volcengine, "modification-protection-status", "on", Deny)]
+#[case::volc_acl_status(Volcengine, "acl-status", "on", Pass)]
+#[case::volc_acl_status_bad(Volcengine, "acl-status", "true", Deny)]
+#[case::volc_acl_type(Volcengine, "acl-type", "black", Pass)]
+#[case::volc_acl_type_bad(Volcengine, "acl-type", "deny", Deny)]
+#[case::volc_flag(Volcengine, "health-check-flag", "off", Pass)]
+#[case::volc_flag_bad(Volcengine, "health-check-flag", "false", Deny)]
 #[case(Ctyun, "address-type", "public", "address-type-value")]
 #[case(Huawei, "class", "dedicated", "enum-values")]
 #[case(Volcengine, "weight", "200", "weight-range")]
