@@ -21,6 +21,29 @@ const VERSION: &str = "annotation-ccm-version";
 #[case::huawei_algorithm_case(Huawei, "lb-algorithm", "round_robin", Deny)]
 #[case::huawei_flag(Huawei, "health-check-flag", "off", Pass)]
 #[case::huawei_flag_bool(Huawei, "health-check-flag", "false", Deny)]
+// OTC-0385 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/
+// services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst
+// :265 "Leave this parameter blank or set it to on"
+#[case::huawei_flag_empty(Huawei, "health-check-flag", "", Pass)]
+#[case::huawei_flag_on(Huawei, "health-check-flag", "on", Pass)]
+// :489-492 on or true, off or false
+#[case::huawei_acl_status_true(Huawei, "acl-status", "true", Pass)]
+#[case::huawei_acl_status_off(Huawei, "acl-status", "off", Pass)]
+#[case::huawei_acl_status_yes(Huawei, "acl-status", "yes", Deny)]
+// :477 empty: all IPs allowed; :483 up to five ids
+#[case::huawei_acl_id_empty(Huawei, "acl-id", "", Pass)]
+#[case::huawei_acl_id_five(Huawei, "acl-id", "a,b,c,d,e", Pass)]
+#[case::huawei_acl_id_six(Huawei, "acl-id", "a,b,c,d,e,f", Deny)]
+#[case::huawei_acl_id_blank_entry(Huawei, "acl-id", "a,,b", Deny)]
+// :221 SOURCE_IP only for Services (HTTP_COOKIE is an Ingress value)
+#[case::huawei_affinity(Huawei, "session-affinity-mode", "SOURCE_IP", Pass)]
+#[case::huawei_affinity_cookie(Huawei, "session-affinity-mode", "HTTP_COOKIE", Deny)]
+// :435-436 true | false
+#[case::huawei_adaptive_weight(Huawei, "adaptive-weight", "true", Pass)]
+#[case::huawei_adaptive_weight_on(Huawei, "adaptive-weight", "on", Deny)]
+// :576-582 keepalive 0-4000
+#[case::huawei_keepalive(Huawei, "keepalive_timeout", "4000", Pass)]
+#[case::huawei_keepalive_over(Huawei, "keepalive_timeout", "4001", Deny)]
 #[case::huawei_option_json(Huawei, "health-check-option", r#"{"delay":"5"}"#, Pass)]
 #[case::huawei_option_broken(Huawei, "health-check-option", r#"{"delay":5"#, Deny)]
 #[case::huawei_timeout(Huawei, "member_timeout", "300", Pass)]
@@ -35,29 +58,6 @@ const VERSION: &str = "annotation-ccm-version";
 #[case::volc_interval_zero(Volcengine, "health-check-interval", "0", Deny)]
 #[case::volc_acl_ids(Volcengine, "acl-id", "acl-1,acl-2", Pass)]
 #[case::volc_acl_ids_empty(Volcengine, "acl-id", "acl-1,", Deny)]
-fn value_format(
-    #[case] p: Provider,
-    #[case] suffix: &str,
-    #[case] value: &str,
-    #[case] want: Expect,
-) {
-    // With the provider fixed the exported policy checks the same (auto includes Huawei's
-    // JSON annotations, which CEL cannot parse, so the rule is not exported then).
-    let fixed = cfg(&format!("provider: {p}\n"));
-    expect(&create(lb().pa(p, suffix, value)), &fixed, FORMAT, want);
-    let v = expect(&create(lb().pa(p, suffix, value)), &cfg(""), FORMAT, want);
-    if want == Deny {
-        let msg = v.denial_message().unwrap();
-        assert!(
-            msg.contains(suffix) && msg.contains("expected") && msg.contains("e.g."),
-            "{msg}"
-        );
-    }
-}
-
-/// Formats that have their own rule stay there: one finding, under the known id.
-#[rstest]
-#[case(Ctyun, "ip-mode", "VIP", "ip-mode-value")]
 // The controller's table: volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md
 // :25 interval 1-300
 #[case::volc_interval_max(Volcengine, "health-check-interval", "300", Pass)]
@@ -104,6 +104,29 @@ fn value_format(
 #[case::volc_acl_type_bad(Volcengine, "acl-type", "deny", Deny)]
 #[case::volc_flag(Volcengine, "health-check-flag", "off", Pass)]
 #[case::volc_flag_bad(Volcengine, "health-check-flag", "false", Deny)]
+fn value_format(
+    #[case] p: Provider,
+    #[case] suffix: &str,
+    #[case] value: &str,
+    #[case] want: Expect,
+) {
+    // With the provider fixed the exported policy checks the same (auto includes Huawei's
+    // JSON annotations, which CEL cannot parse, so the rule is not exported then).
+    let fixed = cfg(&format!("provider: {p}\n"));
+    expect(&create(lb().pa(p, suffix, value)), &fixed, FORMAT, want);
+    let v = expect(&create(lb().pa(p, suffix, value)), &cfg(""), FORMAT, want);
+    if want == Deny {
+        let msg = v.denial_message().unwrap();
+        assert!(
+            msg.contains(suffix) && msg.contains("expected") && msg.contains("e.g."),
+            "{msg}"
+        );
+    }
+}
+
+/// Formats that have their own rule stay there: one finding, under the known id.
+#[rstest]
+#[case(Ctyun, "ip-mode", "VIP", "ip-mode-value")]
 #[case(Ctyun, "address-type", "public", "address-type-value")]
 #[case(Huawei, "class", "dedicated", "enum-values")]
 #[case(Volcengine, "weight", "200", "weight-range")]
