@@ -54,7 +54,7 @@ pub static RULES: &[Rule] = &[
         class: Class::Object,
         gate: Gate::Admit,
         default: Action::Deny,
-        title: "-server-group-id and -weight go together, with -id (seed 004's server groups made by hand); -id alone is plain reuse",
+        title: "-server-group-id and -weight go together, with -id (server groups made by hand, as in VKE cross-cluster reuse); -id alone is plain reuse",
         source: "004 table: -id, -server-group-id, -weight 是否必须 = 是 (its cross-cluster mode); volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md:9,35-55 (reuse with -id alone)",
         check: Check::PerProvider(reuse_requires_fields),
         vap: Vap::Cel(reuse_requires_fields_cel),
@@ -149,7 +149,7 @@ fn reuse_requires_fields(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
             let key = cat.key(suffix);
             out.push(
                 annotation_field(&key),
-                format!("{key} is required with {}: \"{}\": attaching the Service to server groups made by hand (seed 004) takes -id, -server-group-id and -weight together; add it (e.g. {example}), or remove -server-group-id and -weight to let the controller make the server groups of the load balancer named by -id", by.key, by.value),
+                format!("{key} is required with {}: \"{}\": attaching the Service to server groups made by hand (as in VKE cross-cluster reuse) takes -id, -server-group-id and -weight together; add it (e.g. {example}), or remove -server-group-id and -weight to let the controller make the server groups of the load balancer named by -id", by.key, by.value),
             );
         }
     }
@@ -296,7 +296,7 @@ fn reuse_requires_fields_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
                     group.present, weight.present, a.present, a.value
                 ),
                 format!(
-                    "'[reuse-requires-fields] {} is required with ' + {by_key} + ': \"' + {by_value} + '\": attaching the Service to server groups made by hand (seed 004) takes -id, -server-group-id and -weight together; add it (e.g. {example}), or remove -server-group-id and -weight to let the controller make the server groups of the load balancer named by -id'",
+                    "'[reuse-requires-fields] {} is required with ' + {by_key} + ': \"' + {by_value} + '\": attaching the Service to server groups made by hand (as in VKE cross-cluster reuse) takes -id, -server-group-id and -weight together; add it (e.g. {example}), or remove -server-group-id and -weight to let the controller make the server groups of the load balancer named by -id'",
                     cat.key(suffix),
                 ),
             )
