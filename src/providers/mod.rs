@@ -8,6 +8,7 @@ pub mod volcengine;
 
 use crate::vocab::ctx::{Ctx, Proposed};
 pub use crate::vocab::provider::{Catalog, Provider};
+use crate::vocab::service::Svc;
 
 /// The catalog for a provider.
 pub fn catalog(p: Provider) -> &'static Catalog {
@@ -27,6 +28,15 @@ pub fn defaults(p: Provider, ctx: &Ctx) -> Vec<Proposed> {
         Provider::Alibaba => alibaba::defaults(ctx),
         Provider::Huawei => huawei::defaults(ctx),
         Provider::Volcengine => volcengine::defaults(ctx),
+    }
+}
+
+/// What provider `p` documents inside its JSON annotations, field by field: the problems of
+/// `value` (JSON that parses) for annotation `name` (without the prefix) on `svc`.
+pub fn json_fields(p: Provider, name: &str, value: &str, svc: Svc) -> Vec<String> {
+    match p {
+        Provider::Huawei => huawei::json_fields(name, value, svc),
+        _ => Vec::new(),
     }
 }
 

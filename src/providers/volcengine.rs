@@ -1,5 +1,7 @@
-//! Volcengine VKE: reuse of an existing CLB/NLB (seed 004). The reuse annotations are
-//! all required together and none can change once the Service exists.
+//! Volcengine VKE: reuse of an existing CLB/NLB. `-id` alone is the controller's plain
+//! reuse (it makes the listeners and server groups); seed 004's cross-cluster mode attaches
+//! the Service to server groups made by hand and needs `-id`, `-server-group-id` and
+//! `-weight` together. None of them can change once the Service exists.
 
 use super::data;
 use crate::vocab::cel;
@@ -52,8 +54,8 @@ pub static RULES: &[Rule] = &[
         class: Class::Object,
         gate: Gate::Admit,
         default: Action::Deny,
-        title: "With -id set, -server-group-id and -weight are both required",
-        source: "004 table: 是否必须 = 是",
+        title: "-server-group-id and -weight go together, with -id (server groups made by hand, as in VKE cross-cluster reuse); -id alone is plain reuse",
+        source: "004 table: -id, -server-group-id, -weight 是否必须 = 是 (its cross-cluster mode); volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md:9,35-55 (reuse with -id alone)",
         check: Check::PerProvider(reuse_requires_fields),
         vap: Vap::Cel(reuse_requires_fields_cel),
     },
@@ -122,10 +124,24 @@ fn weight_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     immutable(ctx, cat, "weight", out);
 }
 
+/// The three annotations of seed 004's mode, with an example each.
+const REUSE_FIELDS: [(&str, &str); 3] = [
+    ("id", "\"clb-xxx\""),
+    ("server-group-id", "\"rsp-xxx:80\""),
+    ("weight", "\"100\""),
+];
+
+/// Seed 004's mode is on when the Service names a server group or a weight; then each of the
+/// three must be given. `-id` alone is the plain reuse of the published controller table.
 fn reuse_requires_fields(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
-    let Some(id) = cat.get(new, "id") else { return };
-    for (suffix, example) in [("server-group-id", "\"rsp-xxx:80\""), ("weight", "\"100\"")] {
+    let Some(by) = cat
+        .get(new, "server-group-id")
+        .or_else(|| cat.get(new, "weight"))
+    else {
+        return;
+    };
+    for (suffix, example) in REUSE_FIELDS {
         if cat
             .get(new, suffix)
             .is_none_or(|a| a.value.trim().is_empty())
@@ -133,7 +149,7 @@ fn reuse_requires_fields(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
             let key = cat.key(suffix);
             out.push(
                 annotation_field(&key),
-                format!("{key} is required when {}: \"{}\" reuses a load balancer; add it (e.g. {example})", id.key, id.value),
+                format!("{key} is required with {}: \"{}\": attaching the Service to server groups made by hand (as in VKE cross-cluster reuse) takes -id, -server-group-id and -weight together; add it (e.g. {example}), or remove -server-group-id and -weight to let the controller make the server groups of the load balancer named by -id", by.key, by.value),
             );
         }
     }
@@ -263,21 +279,28 @@ fn weight_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 
 fn reuse_requires_fields_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let id = cel::catalog_annotation(cat, "id");
-    Ok([("server-group-id", "\"rsp-xxx:80\""), ("weight", "\"100\"")]
+    let (group, weight) = (
+        cel::catalog_annotation(cat, "server-group-id"),
+        cel::catalog_annotation(cat, "weight"),
+    );
+    // The annotation that turns the mode on, as `reuse_requires_fields` picks it.
+    let by_key = format!("({} ? {} : {})", group.present, group.key, weight.key);
+    let by_value = format!("({} ? {} : {})", group.present, group.value, weight.value);
+    Ok(REUSE_FIELDS
         .into_iter()
         .map(|(suffix, example)| {
             let a = cel::catalog_annotation(cat, suffix);
             CelCheck::new(
-                format!("{} && (!{} || {}.trim() == '')", id.present, a.present, a.value),
                 format!(
-                    "'[reuse-requires-fields] {} is required when ' + {} + ': \"' + {} + '\" reuses a load balancer; add it (e.g. {example})'",
+                    "({} || {}) && (!{} || {}.trim() == '')",
+                    group.present, weight.present, a.present, a.value
+                ),
+                format!(
+                    "'[reuse-requires-fields] {} is required with ' + {by_key} + ': \"' + {by_value} + '\": attaching the Service to server groups made by hand (as in VKE cross-cluster reuse) takes -id, -server-group-id and -weight together; add it (e.g. {example}), or remove -server-group-id and -weight to let the controller make the server groups of the load balancer named by -id'",
                     cat.key(suffix),
-                    id.key,
-                    id.value
                 ),
             )
-            .same_when(id.value.clone())
+            .same_when(format!("{by_key} + {by_value}"))
         })
         .collect())
 }
@@ -393,14 +416,16 @@ fn nlb_requires_ccm_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static st
     ])
 }
 
-/// Volcengine's defaults: a weight for a reused load balancer (`defaults.volcengineWeight`).
+/// Volcengine's defaults: a weight for a Service attached to server groups made by hand
+/// (`defaults.volcengineWeight`). Plain reuse (`-id` alone) takes no weight: the controller
+/// makes the server groups, and a weight without `-server-group-id` is denied.
 pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
     let cat = &CATALOG;
     match (ctx.new, ctx.config.defaults.volcengine_weight) {
-        (Some(new), Some(w)) if cat.get(new, "id").is_some() => vec![Proposed {
+        (Some(new), Some(w)) if cat.get(new, "server-group-id").is_some() => vec![Proposed {
             key: cat.key("weight"),
             value: w.to_string(),
-            reason: "defaults.volcengineWeight: a reused load balancer needs a weight".into(),
+            reason: "defaults.volcengineWeight: server groups made by hand (-server-group-id) need a weight".into(),
             fixed: true,
             inventory: false,
         }],

@@ -43,12 +43,28 @@ fn weight_immutable(#[case] new: &str, #[case] want: Expect) {
     expect(&update(reused(), n), &cfg(""), "weight-immutable", want);
 }
 
+/// `-id` alone is plain reuse: volcengine/volcengine-cloud-controller-manager@903e85e:
+/// docs/usage.md:9 ("ID of reused CLB") and its example at :35-55, which carries only the id.
+/// With `-server-group-id` or `-weight`, seed 004's table (是否必须 = 是 for all three) applies.
 #[rstest]
-#[case::complete(true, true, Pass)]
-#[case::no_group(false, true, Deny)]
-#[case::no_weight(true, false, Deny)]
-fn reuse_requires_fields(#[case] group: bool, #[case] weight: bool, #[case] want: Expect) {
-    let mut s = lb().pa(Volcengine, "id", "clb-1");
+#[case::id_alone(true, false, false, Pass)]
+#[case::complete(true, true, true, Pass)]
+#[case::group_without_weight(true, true, false, Deny)]
+#[case::weight_without_group(true, false, true, Deny)]
+#[case::group_and_weight_without_id(false, true, true, Deny)]
+#[case::group_alone(false, true, false, Deny)]
+#[case::weight_alone(false, false, true, Deny)]
+#[case::nothing(false, false, false, Pass)]
+fn reuse_requires_fields(
+    #[case] id: bool,
+    #[case] group: bool,
+    #[case] weight: bool,
+    #[case] want: Expect,
+) {
+    let mut s = lb();
+    if id {
+        s = s.pa(Volcengine, "id", "clb-1");
+    }
     if group {
         s = s.pa(Volcengine, "server-group-id", "rsp-1:80");
     }
@@ -58,14 +74,67 @@ fn reuse_requires_fields(#[case] group: bool, #[case] weight: bool, #[case] want
     expect(&create(s), &cfg(""), "reuse-requires-fields", want);
 }
 
-#[test]
-fn reuse_requires_fields_without_id_passes() {
+/// An empty value is no value: seed 004's table requires each one.
+#[rstest]
+#[case::empty_weight("weight", " ")]
+#[case::empty_id("id", "")]
+fn reuse_requires_fields_counts_empty_as_missing(#[case] suffix: &str, #[case] value: &str) {
+    let s = reused().pa(Volcengine, suffix, value);
+    let v = expect(&create(s), &cfg(""), "reuse-requires-fields", Deny);
+    let msg = v.denial_message().unwrap();
+    assert!(msg.contains("server-group-id: \"rsp-1:80\""), "{msg}");
+}
+
+/// The update ratchet keeps a finding the live Service already had (same message), and the
+/// exported policy does the same (testkit).
+#[rstest]
+#[case::same_group("rsp-1:80", "rsp-1:80", Warn)]
+#[case::other_group("rsp-1:80", "rsp-2:80", Deny)]
+fn reuse_requires_fields_ratchets(#[case] old: &str, #[case] new: &str, #[case] want: Expect) {
+    let svc = |g: &str| {
+        lb().pa(Volcengine, "id", "clb-1")
+            .pa(Volcengine, "server-group-id", g)
+    };
     expect(
-        &create(lb().pa(Volcengine, "weight", "10")),
+        &update(svc(old), svc(new)),
         &cfg(""),
         "reuse-requires-fields",
-        Pass,
+        want,
     );
+}
+
+/// The weight default follows the rule: only a Service with `-server-group-id` gets one, so
+/// plain reuse (`-id` alone) stays as the user wrote it and passes.
+#[rstest]
+#[case::plain_reuse(lb().pa(Volcengine, "id", "clb-1"), None)]
+#[case::server_groups(
+    lb().pa(Volcengine, "id", "clb-1").pa(Volcengine, "server-group-id", "rsp-1:80"),
+    Some("70")
+)]
+fn weight_default_only_for_server_groups(#[case] s: SvcBuilder, #[case] want: Option<&str>) {
+    use crate::engine::{EmptyInventory, Input, Versions, mutate};
+    let config = cfg("provider: volcengine\ndefaults:\n  volcengineWeight: 70\n");
+    let input = create(s);
+    let m = mutate(
+        &input,
+        &config,
+        &Versions::from_config(&config),
+        &EmptyInventory,
+    )
+    .unwrap();
+    let key = crate::testkit::k(Volcengine, "weight");
+    let got = m
+        .desired
+        .metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(&key));
+    assert_eq!(got.map(String::as_str), want);
+    let mutated = Input {
+        object: Some(m.desired),
+        ..input
+    };
+    expect(&mutated, &config, "reuse-requires-fields", Pass);
 }
 
 #[rstest]

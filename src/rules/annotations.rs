@@ -17,7 +17,7 @@ pub static RULES: &[Rule] = &[
         class: Class::Object,
         gate: Gate::Admit,
         default: Action::Deny,
-        title: "Annotation values in the format the provider documents (enumerations, on/off, true/false, whole numbers in range, JSON, ids) where no other rule checks them",
+        title: "Annotation values in the format the provider documents (enumerations, on/off, true/false, whole numbers in range, ids and id lists, JSON and its documented fields) where no other rule checks them",
         source: "provider annotation references (providers/data/*.yaml)",
         check: Check::PerProvider(annotation_value_format),
         vap: Vap::Cel(annotation_value_format_cel),
@@ -58,8 +58,10 @@ fn documented<'a>(ctx: &Ctx<'a>, cat: &'static Catalog) -> Vec<(Annot<'a>, &'sta
 }
 
 /// Formats that another rule owns (`rule:` in the table) are left to it, so a bad value is
-/// reported once, under the id users already know.
+/// reported once, under the id users already know. A JSON value that parses is then read
+/// field by field where the provider documents its fields (`providers::json_fields`).
 fn annotation_value_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(new) = ctx.new else { return };
     for (a, e) in documented(ctx, cat) {
         if e.rule.is_some() {
             continue;
@@ -68,15 +70,19 @@ fn annotation_value_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings)
             out.push(
                 annotation_field(a.key),
                 format!(
-                    "{} is \"{}\": {why}, so the {} cloud controller cannot use it; expected {}, e.g. {}: {}",
+                    "{} is \"{}\": {why}; expected {} per the {} annotation reference, e.g. {}: {}",
                     a.key,
                     a.value,
-                    cat.provider,
                     e.format.expected(),
+                    cat.provider,
                     a.key,
                     e.format.example()
                 ),
             );
+            continue;
+        }
+        for why in crate::providers::json_fields(cat.provider, &e.name, a.value, new) {
+            out.push(annotation_field(a.key), format!("{}: {why}", a.key));
         }
     }
 }
@@ -118,7 +124,7 @@ fn annotation_value_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str
             let value = cel::annotation(&key);
             let Some(ok) = e.format.cel(&value) else {
                 return Err(
-                    "JSON values (Huawei's elb.*-option annotations) need a JSON parser, which Kubernetes CEL lacks; export it with --provider ctyun or volcengine",
+                    "Huawei's JSON annotations (elb.health-check-option(s), elb.session-affinity-option and their field ranges) need a JSON parser, which Kubernetes CEL lacks, so only the webhook checks them; export it with --provider ctyun or volcengine",
                 );
             };
             if ok == "true" {
@@ -128,9 +134,9 @@ fn annotation_value_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str
                 CelCheck::new(
                     format!("{} && !({ok})", cel::has_annotation(&key)),
                     format!(
-                        "'[annotation-value-format] {key} is \"' + {value} + '\", which the {} cloud controller cannot use; expected {}, e.g. {key}: {}'",
-                        cat.provider,
+                        "'[annotation-value-format] {key} is \"' + {value} + '\"; expected {} per the {} annotation reference, e.g. {key}: {}'",
                         e.format.expected().replace('\'', "\\'").replace('"', "\\\""),
+                        cat.provider,
                         e.format.example().replace('\'', "\\'").replace('"', "\\\"")
                     ),
                 )

@@ -21,6 +21,29 @@ const VERSION: &str = "annotation-ccm-version";
 #[case::huawei_algorithm_case(Huawei, "lb-algorithm", "round_robin", Deny)]
 #[case::huawei_flag(Huawei, "health-check-flag", "off", Pass)]
 #[case::huawei_flag_bool(Huawei, "health-check-flag", "false", Deny)]
+// OTC-0385 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/
+// services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst
+// :265 "Leave this parameter blank or set it to on"
+#[case::huawei_flag_empty(Huawei, "health-check-flag", "", Pass)]
+#[case::huawei_flag_on(Huawei, "health-check-flag", "on", Pass)]
+// :489-492 on or true, off or false
+#[case::huawei_acl_status_true(Huawei, "acl-status", "true", Pass)]
+#[case::huawei_acl_status_off(Huawei, "acl-status", "off", Pass)]
+#[case::huawei_acl_status_yes(Huawei, "acl-status", "yes", Deny)]
+// :477 empty: all IPs allowed; :483 up to five ids
+#[case::huawei_acl_id_empty(Huawei, "acl-id", "", Pass)]
+#[case::huawei_acl_id_five(Huawei, "acl-id", "a,b,c,d,e", Pass)]
+#[case::huawei_acl_id_six(Huawei, "acl-id", "a,b,c,d,e,f", Deny)]
+#[case::huawei_acl_id_blank_entry(Huawei, "acl-id", "a,,b", Deny)]
+// :221 SOURCE_IP only for Services (HTTP_COOKIE is an Ingress value)
+#[case::huawei_affinity(Huawei, "session-affinity-mode", "SOURCE_IP", Pass)]
+#[case::huawei_affinity_cookie(Huawei, "session-affinity-mode", "HTTP_COOKIE", Deny)]
+// :435-436 true | false
+#[case::huawei_adaptive_weight(Huawei, "adaptive-weight", "true", Pass)]
+#[case::huawei_adaptive_weight_on(Huawei, "adaptive-weight", "on", Deny)]
+// :576-582 keepalive 0-4000
+#[case::huawei_keepalive(Huawei, "keepalive_timeout", "4000", Pass)]
+#[case::huawei_keepalive_over(Huawei, "keepalive_timeout", "4001", Deny)]
 #[case::huawei_option_json(Huawei, "health-check-option", r#"{"delay":"5"}"#, Pass)]
 #[case::huawei_option_broken(Huawei, "health-check-option", r#"{"delay":5"#, Deny)]
 #[case::huawei_timeout(Huawei, "member_timeout", "300", Pass)]
@@ -35,6 +58,52 @@ const VERSION: &str = "annotation-ccm-version";
 #[case::volc_interval_zero(Volcengine, "health-check-interval", "0", Deny)]
 #[case::volc_acl_ids(Volcengine, "acl-id", "acl-1,acl-2", Pass)]
 #[case::volc_acl_ids_empty(Volcengine, "acl-id", "acl-1,", Deny)]
+// The controller's table: volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md
+// :25 interval 1-300
+#[case::volc_interval_max(Volcengine, "health-check-interval", "300", Pass)]
+#[case::volc_interval_over(Volcengine, "health-check-interval", "301", Deny)]
+// :26 connect timeout 1-60
+#[case::volc_connect_timeout_max(Volcengine, "health-check-connect-timeout", "60", Pass)]
+#[case::volc_connect_timeout_over(Volcengine, "health-check-connect-timeout", "61", Deny)]
+// :27-28 say 3-10; the CLB API takes 2-10 (https://docs.byteplus.com/api/docs/clb/Editing-health-check;
+// terraform-provider-volcengine@8cff181:volcengine/clb/listener/resource_volcengine_listener.go:352,358)
+#[case::volc_healthy_1(Volcengine, "healthy-threshold", "1", Deny)]
+#[case::volc_healthy_2(Volcengine, "healthy-threshold", "2", Pass)]
+#[case::volc_healthy_10(Volcengine, "healthy-threshold", "10", Pass)]
+#[case::volc_healthy_11(Volcengine, "healthy-threshold", "11", Deny)]
+#[case::volc_unhealthy_1(Volcengine, "unhealthy-threshold", "1", Deny)]
+#[case::volc_unhealthy_2(Volcengine, "unhealthy-threshold", "2", Pass)]
+#[case::volc_unhealthy_10(Volcengine, "unhealthy-threshold", "10", Pass)]
+#[case::volc_unhealthy_11(Volcengine, "unhealthy-threshold", "11", Deny)]
+// :32 proxy-protocol standard | off
+#[case::volc_proxy_standard(Volcengine, "proxy-protocol", "standard", Pass)]
+#[case::volc_proxy_on(Volcengine, "proxy-protocol", "on", Deny)]
+// :31 "A maximum of 5 IDs"; the ids as in the example at :140
+#[case::volc_acl_five(Volcengine, "acl-id", "acl-1,acl-2,acl-3,acl-4,acl-5", Pass)]
+#[case::volc_acl_six(Volcengine, "acl-id", "acl-1,acl-2,acl-3,acl-4,acl-5,acl-6", Deny)]
+#[case::volc_acl_example(
+    Volcengine,
+    "acl-id",
+    "acl-3cj44nv0jhhxc6c6rrtet****,acl-2febxt4pu0zy85oxruw0t****",
+    Pass
+)]
+// :14-15 billing types 2 | 3
+#[case::volc_billing_2(Volcengine, "billing-type", "2", Pass)]
+#[case::volc_billing_1(Volcengine, "billing-type", "1", Deny)]
+#[case::volc_eip_billing_3(Volcengine, "eip-billing-type", "3", Pass)]
+#[case::volc_eip_billing_word(Volcengine, "eip-billing-type", "traffic", Deny)]
+// :17 spec small_1 ... large_2
+#[case::volc_spec(Volcengine, "spec", "medium_2", Pass)]
+#[case::volc_spec_bad(Volcengine, "spec", "xlarge_1", Deny)]
+// :21 modification-protection-status, :29 acl-status, :30 acl-type, :24 health-check-flag
+#[case::volc_protection(Volcengine, "modification-protection-status", "NonProtection", Pass)]
+#[case::volc_protection_bad(Volcengine, "modification-protection-status", "on", Deny)]
+#[case::volc_acl_status(Volcengine, "acl-status", "on", Pass)]
+#[case::volc_acl_status_bad(Volcengine, "acl-status", "true", Deny)]
+#[case::volc_acl_type(Volcengine, "acl-type", "black", Pass)]
+#[case::volc_acl_type_bad(Volcengine, "acl-type", "deny", Deny)]
+#[case::volc_flag(Volcengine, "health-check-flag", "off", Pass)]
+#[case::volc_flag_bad(Volcengine, "health-check-flag", "false", Deny)]
 fn value_format(
     #[case] p: Provider,
     #[case] suffix: &str,

@@ -328,7 +328,8 @@ struct Fixed {
     suffix: &'static str,
     /// What the controller assumes when the annotation is absent.
     default: Option<&'static str>,
-    /// The CLB (or CCE) controller's error when it changes; `None`: not compared.
+    /// The CLB controller's error when it changes (CCE: what its table says, `fixed_why`);
+    /// `None`: not compared.
     clb: Option<&'static str>,
     /// ACK NLB: the error when it changes (compared in any case), or `None`.
     nlb: Option<&'static str>,
@@ -406,10 +407,24 @@ static ALIBABA_FIXED: &[Fixed] = &[
     },
 ];
 
+/// CCE's table: "This parameter cannot be modified after the resource is created"
+/// (opentelekomcloud-docs/cloud-container-engine@4863737 cce_10_0385 :44, :67). CCE's
+/// controller is not public, so the message quotes the table, not an error.
 static HUAWEI_FIXED: &[Fixed] = &[
-    fixed("class", Some("union"), "can not change ... once created"),
-    fixed("autocreate", None, "can not change ... once created"),
+    fixed("class", Some("union"), HUAWEI_FIXED_WHY),
+    fixed("autocreate", None, HUAWEI_FIXED_WHY),
 ];
+
+const HUAWEI_FIXED_WHY: &str =
+    "CCE documents that it \"cannot be modified after the resource is created\"";
+
+/// Why a change is refused: the controller's error (ACK), or what the reference says (CCE).
+fn fixed_why(p: Provider, error: &str) -> String {
+    match p {
+        Provider::Huawei => error.to_string(),
+        _ => format!("the cloud controller fails with \"{error}\""),
+    }
+}
 
 fn immutable_attributes(p: Provider) -> &'static [Fixed] {
     match p {
@@ -462,7 +477,7 @@ fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings)
         {
             out.push(
                 annotation_field(n.key),
-                format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); the cloud controller fails with \"{error}\"; restore the old value, or delete and recreate the Service", n.key, n.value),
+                format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); {}; restore the old value, or delete and recreate the Service", n.key, n.value, fixed_why(cat.provider, error)),
             );
         } else if nlb
             && let Some(what) = f.nlb_in_place
@@ -673,8 +688,10 @@ fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str
         };
         let message = |error: &str| {
             format!(
-                "'[lb-attributes-immutable] ' + {nk} + ' cannot change once the load balancer exists (was ' + {was} + ', now \"' + {nv} + '\"); the cloud controller fails with \"{}\"; restore the old value, or delete and recreate the Service'",
-                error.replace('\'', "\\'").replace('"', "\\\"")
+                "'[lb-attributes-immutable] ' + {nk} + ' cannot change once the load balancer exists (was ' + {was} + ', now \"' + {nv} + '\"); {}; restore the old value, or delete and recreate the Service'",
+                fixed_why(cat.provider, error)
+                    .replace('\'', "\\'")
+                    .replace('"', "\\\"")
             )
         };
         if let Some(e) = f.clb {

@@ -210,7 +210,7 @@ fn mutations(config: &Config, versions: &Versions) -> (Vec<Mutation>, Vec<Row>) 
         (Some(w), Some(p)) => {
             out.push(Mutation {
                 expression: annotation(
-                    &format!("({p}) && {}", present(cat, "id")),
+                    &format!("({p}) && {}", present(cat, "server-group-id")),
                     &cat.key("weight"),
                     &w.to_string(),
                     true,

@@ -36,6 +36,13 @@ pub enum Format {
     JsonObjects,
     /// Comma-separated tokens.
     Tokens,
+    /// Comma-separated ids, at most `max` of them; with `empty`, the empty value passes
+    /// too (where the reference gives it a meaning).
+    Ids {
+        max: usize,
+        #[serde(default)]
+        empty: bool,
+    },
     /// `key=value` pairs, comma separated.
     KeyValues,
 }
@@ -116,6 +123,17 @@ impl Format {
                     fail("an entry is empty")
                 }
             }
+            Format::Ids { empty: true, .. } if value.is_empty() => Ok(()),
+            Format::Ids { max, .. } => {
+                let n = value.split(',').count();
+                if !value.split(',').all(|t| is_token(t.trim())) {
+                    fail("an entry is empty or contains white space")
+                } else if n > *max {
+                    Err(format!("it lists {n} ids, more than {max}"))
+                } else {
+                    Ok(())
+                }
+            }
             Format::KeyValues => {
                 let bad = value
                     .split(',')
@@ -171,6 +189,10 @@ impl Format {
             Format::Json => "a JSON object".into(),
             Format::JsonObjects => "a JSON object, or an array of objects".into(),
             Format::Tokens => "ids separated by commas".into(),
+            Format::Ids { max, empty } => format!(
+                "at most {max} ids separated by commas{}",
+                if *empty { ", or empty" } else { "" }
+            ),
             Format::KeyValues => "key=value pairs separated by commas".into(),
         }
     }
@@ -188,6 +210,8 @@ impl Format {
             Format::Json => "'{\"key\": \"value\"}'".into(),
             Format::JsonObjects => "'[{\"key\": \"value\"}]'".into(),
             Format::Tokens => "\"id-1,id-2\"".into(),
+            Format::Ids { max: 0..=1, .. } => "\"id-1\"".into(),
+            Format::Ids { .. } => "\"id-1,id-2\"".into(),
             Format::KeyValues => "\"k1=v1,k2=v2\"".into(),
         }
     }
@@ -196,7 +220,7 @@ impl Format {
     pub fn counterexample(&self) -> Option<String> {
         match self {
             Format::String => None,
-            Format::Token | Format::Tokens => Some("a b".into()),
+            Format::Token | Format::Tokens | Format::Ids { .. } => Some("a b".into()),
             Format::Bool | Format::OnOff | Format::Enum(_) | Format::EnumFold(_) => {
                 Some("not-a-value".into())
             }
@@ -249,6 +273,15 @@ impl Format {
                 out
             }
             Format::Tokens => format!("{v}.split(',').all(t, {})", token("t.trim()")),
+            Format::Ids { max, empty } => format!(
+                "{}({v}.split(',').size() <= {max} && {v}.split(',').all(t, {}))",
+                if *empty {
+                    format!("{v} == '' || ")
+                } else {
+                    String::new()
+                },
+                token("t.trim()")
+            ),
             Format::KeyValues => format!(
                 "{v}.split(',').all(kv, kv.indexOf('=') >= 0 && {})",
                 token("kv.substring(0, kv.indexOf('=')).trim()")

@@ -231,38 +231,6 @@ fn pass_through_version(#[case] version: &str, #[case] want: Expect) {
     expect(&create(s), &config, "pass-through-version", want);
 }
 
-const PUBLIC: &str = r#"{"type":"public","bandwidth_name":"bw","bandwidth_chargemode":"bandwidth","bandwidth_size":5,"bandwidth_sharetype":"PER","eip_type":"5_bgp"}"#;
-const DEDICATED: &str = r#"{"type":"public","bandwidth_name":"bw","bandwidth_chargemode":"bandwidth","bandwidth_size":5,"bandwidth_sharetype":"PER","eip_type":"5_bgp","available_zone":["cn-north-4b"],"l4_flavor_name":"L4","l7_flavor_name":"L7"}"#;
-
-#[rstest]
-#[case::public_ok(PUBLIC, None, Pass)]
-#[case::inner_ok(r#"{"type":"inner"}"#, None, Pass)]
-#[case::dedicated_ok(DEDICATED, Some("performance"), Pass)]
-#[case::not_json("{type: public}", None, Deny)]
-#[case::not_object("[1]", None, Deny)]
-#[case::bad_type(r#"{"type":"external"}"#, None, Deny)]
-#[case::public_missing_bandwidth(r#"{"type":"public","eip_type":"5_bgp"}"#, None, Deny)]
-#[case::zero_bandwidth(&PUBLIC.replace("\"bandwidth_size\":5", "\"bandwidth_size\":0"), None, Deny)]
-#[case::dedicated_no_zone(PUBLIC, Some("performance"), Deny)]
-#[case::dedicated_no_l7(&DEDICATED.replace(",\"l7_flavor_name\":\"L7\"", ""), Some("performance"), Deny)]
-fn huawei_autocreate_valid(#[case] json: &str, #[case] class: Option<&str>, #[case] want: Expect) {
-    let mut s = lb()
-        .pa(Huawei, "autocreate", json)
-        .pa(Huawei, "protocol-port", "http:80");
-    if let Some(c) = class {
-        s = s.pa(Huawei, "class", c);
-    }
-    expect(&create(s), &cfg(V), "huawei-autocreate-valid", want);
-}
-
-#[test]
-fn autocreate_and_id_exclude_each_other() {
-    let s = lb()
-        .pa(Huawei, "autocreate", r#"{"type":"inner"}"#)
-        .pa(Huawei, "id", "e");
-    expect(&create(s), &cfg(V), "huawei-autocreate-valid", Deny);
-}
-
 #[rstest]
 #[case::stays_cluster("Cluster", "Cluster", Pass)]
 #[case::to_local("Cluster", "Local", Warn)]

@@ -1,10 +1,12 @@
 //! Huawei Cloud CCE / CCE Turbo (seeds 002, 003): the catalog and the rule list, with the
 //! ELB object rules (cluster-version gates of ELB features, traffic policies). Listener
 //! hosting (`skip-managed-listener`) and listener configuration are in `listeners`, the
-//! `elb.autocreate` JSON in `autocreate`.
+//! `elb.autocreate` JSON in `autocreate`, the fields of the JSON option annotations
+//! (health check, session affinity) in `options`.
 
 mod autocreate;
 mod listeners;
+mod options;
 
 use super::data;
 use crate::vocab::cel;
@@ -25,6 +27,7 @@ use listeners::{
     skip_listener_not_multicluster_cel, skip_listener_version, skip_listener_version_cel,
     system_annotations_reserved, system_annotations_reserved_cel,
 };
+pub use options::json_fields;
 
 /// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
 pub static CATALOG: Catalog = Catalog {
@@ -156,8 +159,8 @@ pub static RULES: &[Rule] = &[
         Object,
         Admit,
         Deny,
-        "elb.autocreate is a valid JSON object (type, bandwidth, flavors, zones) and excludes elb.id",
-        "002 examples; \"需要在kubernetes.io/elb.autocreate的annotation中指定4層和7層flavor\"",
+        "elb.autocreate is a JSON object as CCE documents it (type defaults to inner; public: bandwidth 1-2000 Mbit/s; dedicated: zones, an L4 flavor for TCP/UDP ports, an L7 flavor for http/https) and excludes elb.id",
+        "CCE's elb.autocreate table: opentelekomcloud-docs/cloud-container-engine@4863737 cce_10_0385 Table 15 (configuring_advanced_load_balancing_functions_using_annotations.rst:621-722), huaweicloudDocs/cce@99b4f7e Service-Annotations说明.md Table 2 (:257-396); 002 \"需要在kubernetes.io/elb.autocreate的annotation中指定4層和7層flavor\"",
         huawei_autocreate_valid,
         Vap::No("reads the JSON in elb.autocreate, and Kubernetes CEL has no JSON parser")
     ),
