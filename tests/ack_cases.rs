@@ -18,8 +18,9 @@ fn service(case: &Value, part: &Value) -> Value {
     for (k, v) in case["raw"].as_object().into_iter().flatten() {
         annotations.insert(k.clone(), v.clone());
     }
-    let ports: Vec<Value> = case["ports"]
+    let ports: Vec<Value> = part["ports"]
         .as_array()
+        .or(case["ports"].as_array())
         .cloned()
         .unwrap_or_else(|| vec![json!("80/TCP")])
         .iter()

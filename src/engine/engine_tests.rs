@@ -367,6 +367,7 @@ fn no_default_is_injected_into_another_implementations_service() {
     let config = cfg("provider: volcengine\ndefaults:\n  volcengineWeight: 50\n");
     let input = create(
         lb().pa(Volcengine, "id", "clb-1")
+            .pa(Volcengine, "server-group-id", "rsp-1:80")
             .class("metallb.io/metallb"),
     );
     let m = mutate(
@@ -377,7 +378,11 @@ fn no_default_is_injected_into_another_implementations_service() {
     )
     .unwrap();
     assert!(!m.changed(), "{m:#?}");
-    let input = create(lb().pa(Volcengine, "id", "clb-1"));
+    let input = create(lb().pa(Volcengine, "id", "clb-1").pa(
+        Volcengine,
+        "server-group-id",
+        "rsp-1:80",
+    ));
     let m = mutate(
         &input,
         &config,

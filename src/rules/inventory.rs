@@ -158,7 +158,11 @@ fn address_type_match(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         return;
     };
     let Some(new) = ctx.new else { return };
-    let (wanted, how) = match cat.get(new, "address-type") {
+    // ACK reads an empty value as unset.
+    let set = cat
+        .get(new, "address-type")
+        .filter(|a| !(cat.provider == Provider::Alibaba && a.value.is_empty()));
+    let (wanted, how) = match set {
         Some(a) => (a.value, format!("{}: \"{}\"", a.key, a.value)),
         None => (
             cat.default_address_type.unwrap_or("internet"),

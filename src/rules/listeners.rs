@@ -371,6 +371,16 @@ fn nlb_overlaps(cat: &Catalog, new: Svc, out: &mut Findings) {
 
 fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
+    // ACK creates no listener on a reused load balancer without force-override
+    // (clbv1/model_applier.go:99-112), so the Service adds none.
+    if cat.provider == Provider::Alibaba
+        && cat.get(new, "id").is_some_and(|a| !a.value.is_empty())
+        && !cat
+            .get(new, "force-override-listeners")
+            .is_some_and(|a| a.value == "true")
+    {
+        return;
+    }
     let Some((id, me, others)) = me_and_others(ctx, cat) else {
         return;
     };

@@ -93,10 +93,14 @@ fn listener_quota_counts_other_services(
 ) {
     let config = cfg(quota);
     let state = cluster_with(&config, &[other(p, 80, "TCP").build()]);
-    let me = lb()
+    let mut me = lb()
         .named("web", "me")
         .only_port(443, "TCP")
         .pa(p, "id", "lb-1");
+    if p == Alibaba {
+        // Without it ACK adds no listener to a reused load balancer.
+        me = me.pa(p, "force-override-listeners", "true");
+    }
     expect_cluster(&create(me), &config, &state, "listener-quota", want);
 }
 

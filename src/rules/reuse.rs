@@ -159,3 +159,7 @@ fn status_names_the_lb(
         );
     }
 }
+
+#[cfg(test)]
+#[path = "reuse_tests.rs"]
+mod tests;

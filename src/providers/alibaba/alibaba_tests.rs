@@ -49,13 +49,13 @@ const NLB: &str = "alibabacloud.com/nlb";
 #[case::protocol_port_bad_proto("protocol-port", "ftp:80", Deny)] // :723-729 "not supported wit"
 #[case::protocol_port_upper_case("protocol-port", "HTTPS:443", Deny)] // :723 exact lower case
 #[case::protocol_port_tcpssl_is_nlbs("protocol-port", "tcpssl:443", Deny)] // :723
-#[case::protocol_port_not_a_service_port("protocol-port", "http:8080", Deny)] // :731 never matches: ignored
+#[case::protocol_port_not_a_service_port("protocol-port", "http:8080", Warn)] // :731 never matches: ignored, a note
 #[case::protocol_port_no_colon("protocol-port", "http80", Deny)] // :718-721
-#[case::protocol_port_twice("protocol-port", "http:80,https:80", Deny)] // :731 first match wins
+#[case::protocol_port_twice("protocol-port", "http:80,https:80", Warn)] // :731 first match wins, a note
 #[case::protocol_port_extra_colon("protocol-port", "https:443:x", Pass)] // :717 parts[1] only
 #[case::protocol_port_space_after_comma("protocol-port", "http:80, https:443", Deny)] // no TrimSpace: " https"
 #[case::protocol_port_empty_entry("protocol-port", "http:80,", Deny)] // "" has no colon
-#[case::protocol_port_leading_zero("protocol-port", "https:0443", Deny)] // :731 string compare
+#[case::protocol_port_leading_zero("protocol-port", "https:0443", Warn)] // :731 string compare: never read
 #[case::vgroup_real_clb_id("vgroup-port", "rsp-bp1abc:80", Pass)] // listeners.go:740-753: no id check
 #[case::vgroup_vsp_example("vgroup-port", "vsp-bp1abc:80", Pass)] // the message's example is accepted too
 #[case::vgroup_no_colon("vgroup-port", "rsp-bp1abc", Deny)] // vgroups.go:1065-1066
@@ -217,15 +217,23 @@ fn messages_quote_what_the_controller_says() {
         m.contains("port protocol format must be either [TCP|UDP|TCPSSL], protocol not supported with [http]"),
         "{m}"
     );
-    let m = msg(lb().pa(Alibaba, "protocol-port", "http:8080"));
-    assert!(m.contains("ignores the entry"), "{m}");
+    let v = run(
+        &create(lb().pa(Alibaba, "protocol-port", "http:8080")),
+        &cfg(""),
+    );
+    assert!(v.allowed(), "{v:#?}");
+    assert!(
+        v.warnings().iter().any(|w| w.contains("ignores the entry")),
+        "{v:#?}"
+    );
 }
 
 /// Updates keep what the live Service already had, finding by finding (and so does the
 /// exported policy, checked on every case).
 #[rstest]
 #[case::same_bad_entry("protocol-port", "ftp:80", "ftp:80", Warn)]
-#[case::adds_bad_entry("protocol-port", "ftp:80", "ftp:80,tcp:x", Deny)]
+#[case::adds_bad_entry("protocol-port", "ftp:80", "ftp:80,tcp", Deny)]
+#[case::adds_an_ignored_entry("protocol-port", "ftp:80", "ftp:80,tcp:x", Warn)]
 #[case::reordered_twice("protocol-port", "http:80,https:80", "https:80,http:80", Warn)]
 #[case::same_bad_forward("forward-port", "80-443", "80-443", Warn)]
 #[case::adds_bad_forward("forward-port", "80-443", "80-443,81", Deny)]
@@ -273,7 +281,7 @@ fn annotation_format_collects_every_problem() {
         v.denials()
             .filter(|d| d.rule == "annotation-format")
             .count(),
-        4
+        3
     );
 }
 

@@ -68,10 +68,10 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         .collect();
     let nlb_protocols: Vec<&str> = nlb_protocols.iter().map(String::as_str).collect();
     let nlb_protocols = cel::list(&nlb_protocols);
-    out.push(port_list(cat, v, "protocol-port", &|i| {
+    out.extend(port_list(cat, v, "protocol-port", &|i| {
         format!("({nlb} ? {i}.lowerAscii() in {nlb_protocols} : {i} in {clb_protocols})")
     }));
-    out.push(port_list(cat, v, "vgroup-port", &|i| token(i)));
+    out.extend(port_list(cat, v, "vgroup-port", &|i| token(i)));
     let nlb_only = |c: CelCheck| CelCheck {
         violates: format!("{nlb} && ({})", c.violates),
         ..c
@@ -113,7 +113,7 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     out.push(
         CelCheck::new(
             format!(
-                "{nlb_s} && {} && {} != '' && {backend} && {backend_value} != 'eni'",
+                "{nlb_s} && {} && {} != '' && {backend} && {backend_value} != '' && {backend_value} != 'eni'",
                 range.present, range.value,
             ),
             format!(
@@ -179,14 +179,14 @@ fn values(cat: &'static Catalog, nlb: &str) -> Result<Vec<CelCheck>, &'static st
 }
 
 /// `<item>:<port>` entries as `format::port_list` reads them (split on `,` then `:`, not
-/// trimmed, ports matched as strings); on an update, findings the live Service already had
-/// are kept one by one (same key, same entry; a missing port also with the same ports).
+/// trimmed, ports matched as strings); on an update, bad entries the live Service already had
+/// under the same key are kept. Entries the controller ignores are advice.
 fn port_list(
     cat: &Catalog,
     v: &VapCtx,
     suffix: &str,
     item_ok: &dyn Fn(&str) -> String,
-) -> CelCheck {
+) -> Vec<CelCheck> {
     let a = cel::catalog_annotation(cat, suffix);
     let entries = |s: &str| format!("{}.split(',')", on(&a.value, s));
     let colon = |e: &str| format!("(size({e}.split(':')) >= 2)");
@@ -211,12 +211,8 @@ fn port_list(
     let bad = format!("(!{} || !{})", colon("e"), item_ok(&item("e")));
     let missing = format!("({} && !{})", colon("e"), in_spec("object", "e"));
     let twice = format!("({} && {})", counted("object", "e"), dup("object", "e"));
-    let (kept_bad, kept_missing, kept_dup) = match &v.ratchet {
-        None => (
-            "false".to_string(),
-            "false".to_string(),
-            "false".to_string(),
-        ),
+    let kept_bad = match &v.ratchet {
+        None => "false".to_string(),
         Some(r) => {
             let same_key = format!(
                 "({r} && {} && {} != '' && {} == {})",
@@ -225,39 +221,40 @@ fn port_list(
                 on(&a.key, "oldObject"),
                 on(&a.key, "object")
             );
-            let had = format!("{}.exists(o, o == e)", entries("oldObject"));
-            (
-                format!("({same_key} && {had})"),
-                format!(
-                    "({same_key} && {had} && {} == {})",
-                    cel::service_ports("oldObject"),
-                    cel::service_ports("object")
-                ),
-                format!(
-                    "({same_key} && {}.exists(o, {} && {} == {} && {}))",
-                    entries("oldObject"),
-                    counted("oldObject", "o"),
-                    port_of("o"),
-                    port_of("e"),
-                    dup("oldObject", "o")
-                ),
-            )
+            format!("({same_key} && {}.exists(o, o == e))", entries("oldObject"))
         }
     };
+    // Entries the controller never reads (no such Service port, or a port named twice) are
+    // notes: the advice.
     let now = |x: &str| on(x, "object");
-    CelCheck::new(
-        format!(
-            "{} && {} != '' && {}.exists(e, ({bad} && !{kept_bad}) || ({missing} && !{kept_missing}) || ({twice} && !{kept_dup}))",
-            now(&a.present),
-            now(&a.value),
-            entries("object")
+    vec![
+        CelCheck::new(
+            format!(
+                "{} && {} != '' && {}.exists(e, {bad} && !{kept_bad})",
+                now(&a.present),
+                now(&a.value),
+                entries("object")
+            ),
+            format!(
+                "'[annotation-format] ' + {} + ' is \"' + {} + '\": each entry must be <value>:<port> with a value the cloud controller takes'",
+                now(&a.key),
+                now(&a.value)
+            ),
         ),
-        format!(
-            "'[annotation-format] ' + {} + ' is \"' + {} + '\": each entry must be <value>:<port> with a value the cloud controller takes and a port of spec.ports[].port, no port twice'",
-            now(&a.key),
-            now(&a.value)
+        CelCheck::advice(
+            format!(
+                "{} && {} != '' && {}.exists(e, {missing} || {twice})",
+                now(&a.present),
+                now(&a.value),
+                entries("object")
+            ),
+            format!(
+                "'[annotation-format] ' + {} + ' is \"' + {} + '\": the cloud controller ignores an entry that names no port of spec.ports[].port, or a port named before'",
+                now(&a.key),
+                now(&a.value)
+            ),
         ),
-    )
+    ]
 }
 
 /// Every comma-separated entry of `suffix`'s value passes `entry_ok` (entries as written);
@@ -371,6 +368,11 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
             None,
         ),
         needs("sticky-session-type", Some("server"), "cookie", None),
-        needs("vswitch-id", None, "address-type", Some("intranet")),
+        {
+            let mut c = needs("vswitch-id", None, "address-type", Some("intranet"));
+            let id = cel::catalog_annotation(cat, "id");
+            c.violates = format!("!({} && {} != '') && {}", id.present, id.value, c.violates);
+            c
+        },
     ])
 }

@@ -55,7 +55,8 @@ pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         port_list(new, a, PortList::Protocol { nlb }, out);
     }
     if let Some(a) = get("vgroup-port") {
-        port_list(new, a, PortList::Group { nlb }, out);
+        let reused = get("id").is_some();
+        port_list(new, a, PortList::Group { nlb, reused }, out);
     }
     if nlb {
         super::nlb::check(new, cat, out);
@@ -112,8 +113,15 @@ fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
 
 #[derive(Clone, Copy)]
 enum PortList {
-    Protocol { nlb: bool },
-    Group { nlb: bool },
+    Protocol {
+        nlb: bool,
+    },
+    /// `reused`: the Service names its load balancer (`-id`), so the NLB controller reads
+    /// the entries on its listener path first.
+    Group {
+        nlb: bool,
+        reused: bool,
+    },
 }
 
 impl PortList {
@@ -131,10 +139,20 @@ impl PortList {
             PortList::Protocol { .. } => format!(
                 "port and protocol format must be like 'https:443' with colon separated. got=[{got}]"
             ),
-            PortList::Group { nlb: false } => format!(
+            PortList::Group { nlb: false, .. } => format!(
                 "vgroupid and protocol format must be like 'vsp-xxx:443' with colon separated. got=[{got}]"
             ),
-            PortList::Group { nlb: true } => format!(
+            // nlbv2/listeners.go:65-68 on a reused NLB, server_groups.go:1396-1398 otherwise.
+            PortList::Group {
+                nlb: true,
+                reused: true,
+            } => format!(
+                "server group id and protocol format must be like 'sg-xxx:443' with colon separated. got=[{got}]"
+            ),
+            PortList::Group {
+                nlb: true,
+                reused: false,
+            } => format!(
                 "server group id and protocol format must be like'sgp-xxx:443' with colon separated. got=[{got}]"
             ),
         }
@@ -148,7 +166,7 @@ impl PortList {
             PortList::Protocol { nlb: true } => format!(
                 "{key} entry \"{entry}\": \"{item}\" is not an NLB listener protocol (TCP, UDP or TCPSSL, any case, no spaces); the cloud controller fails with \"port protocol format must be either [TCP|UDP|TCPSSL], protocol not supported with [{item}]\" when it reads the entry"
             ),
-            PortList::Group { nlb } => format!(
+            PortList::Group { nlb, .. } => format!(
                 "{key} entry \"{entry}\": the server group id \"{item}\" is empty or has spaces; write the id of a server group of the load balancer, e.g. {}",
                 if nlb {
                     "\"sgp-bp1xxx:80\""
@@ -163,8 +181,8 @@ impl PortList {
         match self {
             PortList::Protocol { nlb: false } => "\"https:443,http:80\"",
             PortList::Protocol { nlb: true } => "\"TCPSSL:443,TCP:80\"",
-            PortList::Group { nlb: false } => "\"rsp-bp1xxx:80\"",
-            PortList::Group { nlb: true } => "\"sgp-bp1xxx:80\"",
+            PortList::Group { nlb: false, .. } => "\"rsp-bp1xxx:80\"",
+            PortList::Group { nlb: true, .. } => "\"sgp-bp1xxx:80\"",
         }
     }
 }
@@ -190,7 +208,9 @@ fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
             out.push(annotation_field(key), kind.bad_item(key, entry, parts[0]));
         }
         if !names_service_port(svc, parts[1]) {
-            out.push(
+            // The controller never reads it: a note, not a denial (a port removed from the
+            // Service often leaves its entry behind).
+            out.advise(
                 annotation_field(key),
                 format!("{key} entry \"{entry}\": \"{}\" is not one of spec.ports[].port ({}), so the cloud controller ignores the entry (it matches the Service port exactly: no spaces, sign or leading zeros); use the Service port, not targetPort or nodePort", parts[1], svc.port_list()),
             );
@@ -210,7 +230,7 @@ fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
     }
     dup.sort_unstable();
     for p in dup {
-        out.push(
+        out.advise(
             annotation_field(key),
             format!("{key} lists port {p} more than once; the cloud controller uses the first entry and ignores the others; give each port one entry"),
         );

@@ -133,7 +133,11 @@ fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         None,
     );
     needs("sticky-session-type", Some("server"), "cookie", None);
-    needs("vswitch-id", None, "address-type", Some("intranet"));
+    // The vSwitch only places a load balancer the controller creates (clbv1/loadbalancer.go:
+    // 263, 380-436); a reused one ignores it.
+    if get("id").is_none_or(|a| a.value.is_empty()) {
+        needs("vswitch-id", None, "address-type", Some("intranet"));
+    }
 }
 
 /// Alibaba's defaults: the reused load balancer's address type from the inventory.

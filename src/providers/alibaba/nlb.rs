@@ -30,7 +30,9 @@ pub fn check(svc: Svc, cat: &Catalog, out: &mut Findings) {
 /// `listener-port-range` (NLB): `<start>-<end>:<port>`, 1 <= start < end <= 65535, and only
 /// with the ENI backend.
 fn port_ranges(svc: Svc, a: Annot, out: &mut Findings) {
+    // An empty value falls back to the cluster's default, as an absent one does.
     if let Some(t) = svc.annotation(BACKEND_TYPE)
+        && !t.is_empty()
         && t != "eni"
     {
         out.push(

@@ -1,0 +1,285 @@
+//! `lb-attributes-immutable`: attributes a cloud controller fixes when it creates a load
+//! balancer (ACK CLB and NLB, CCE), on an update; and, with the inventory, what ACK's
+//! controllers compare between a Service and the load balancer it reuses (`super::reuse`).
+
+use crate::vocab::cel;
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::rule::{CelCheck, VapCtx};
+
+/// The attributes `lb-attributes-immutable` protects, with the CCM's default.
+/// An attribute the controller fixes when it creates the load balancer.
+struct Fixed {
+    suffix: &'static str,
+    /// What the controller assumes when the annotation is absent.
+    default: Option<&'static str>,
+    /// The CLB controller's error when it changes (CCE: what its table says, `fixed_why`);
+    /// `None`: not compared.
+    clb: Option<&'static str>,
+    /// ACK NLB: the error when it changes (compared in any case), or `None`.
+    nlb: Option<&'static str>,
+    /// ACK NLB applies a change in place: what it does, for a warning.
+    nlb_in_place: Option<&'static str>,
+}
+
+const fn fixed(suffix: &'static str, default: Option<&'static str>, clb: &'static str) -> Fixed {
+    Fixed {
+        suffix,
+        default,
+        clb: Some(clb),
+        nlb: None,
+        nlb_in_place: None,
+    }
+}
+
+/// kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/
+/// loadbalancer.go:128-154 and nlbv2/loadbalancer.go:187-206, 209-228.
+static ALIBABA_FIXED: &[Fixed] = &[
+    Fixed {
+        nlb_in_place: Some(
+            "the NLB controller converts the NLB's address type in place (UpdateNLBAddressType): its address changes",
+        ),
+        ..fixed(
+            "address-type",
+            Some("internet"),
+            "alicloud: can not change LoadBalancer AddressType once created. delete and retry",
+        )
+    },
+    fixed(
+        "master-zoneid",
+        None,
+        "alicloud: can not change LoadBalancer master zone id once created",
+    ),
+    fixed(
+        "slave-zoneid",
+        None,
+        "alicloud: can not change LoadBalancer slave zone id once created",
+    ),
+    Fixed {
+        nlb: Some("AddressIpVersion cannot be changed"),
+        ..fixed(
+            "ip-version",
+            Some("ipv4"),
+            "alicloud: can not change LoadBalancer AddressIPVersion once created",
+        )
+    },
+    Fixed {
+        nlb: Some("ResourceGroupId cannot be changed"),
+        ..fixed(
+            "resource-group-id",
+            None,
+            "alicloud: can not change ResourceGroupId once created",
+        )
+    },
+    fixed(
+        "network-type",
+        None,
+        "alicloud: can not change LoadBalancer network type once created",
+    ),
+    fixed(
+        "ip",
+        None,
+        "alicloud: can not change LoadBalancer address once created",
+    ),
+    Fixed {
+        suffix: "zone-maps",
+        default: None,
+        clb: None,
+        nlb: None,
+        nlb_in_place: Some(
+            "the NLB controller adds or moves the NLB's zones in place (a zone removed from the annotation stays on the NLB)",
+        ),
+    },
+];
+
+/// CCE's table: "This parameter cannot be modified after the resource is created"
+/// (opentelekomcloud-docs/cloud-container-engine@4863737 cce_10_0385 :44, :67). CCE's
+/// controller is not public, so the message quotes the table, not an error.
+static HUAWEI_FIXED: &[Fixed] = &[
+    fixed("class", Some("union"), HUAWEI_FIXED_WHY),
+    fixed("autocreate", None, HUAWEI_FIXED_WHY),
+];
+
+const HUAWEI_FIXED_WHY: &str =
+    "CCE documents that it \"cannot be modified after the resource is created\"";
+
+/// Why a change is refused: the controller's error (ACK), or what the reference says (CCE).
+fn fixed_why(p: Provider, error: &str) -> String {
+    match p {
+        Provider::Huawei => error.to_string(),
+        _ => format!("the cloud controller fails with \"{error}\""),
+    }
+}
+
+fn immutable_attributes(p: Provider) -> &'static [Fixed] {
+    match p {
+        Provider::Alibaba => ALIBABA_FIXED,
+        Provider::Huawei => HUAWEI_FIXED,
+        _ => &[],
+    }
+}
+
+/// Attributes the CCM sets when it creates the LB and refuses to change afterwards.
+/// ACK's controllers compare the annotation with the live LB, so a removed (or empty)
+/// annotation is ignored and an unset one means the CCM default; CCE's class defaults to
+/// `union`. ACK's NLB controller compares in any case and changes its address type and zones
+/// in place (a warning, not a denial).
+pub fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    if cat.provider == Provider::Alibaba {
+        super::reuse::compared_with_the_live_lb(ctx, cat, out);
+    }
+    let (Some(old), Some(new)) = (ctx.old, ctx.new) else {
+        return;
+    };
+    // A transition: an update of a Service that was and stays a LoadBalancer.
+    if ctx.input.operation != crate::vocab::input::Operation::Update || !old.is_lb() {
+        return;
+    }
+    let nlb = ctx.is_nlb(cat.provider);
+    let alibaba = cat.provider == Provider::Alibaba;
+    fn read(
+        a: Option<crate::vocab::provider::Annot<'_>>,
+        alibaba: bool,
+    ) -> Option<crate::vocab::provider::Annot<'_>> {
+        a.filter(|a| !(alibaba && a.value.is_empty()))
+    }
+    // On a reused load balancer an unset attribute is whatever the live one has, which only
+    // the inventory knows (`super::reuse`): adding the live value is no change.
+    let reused = read(cat.get(old, "id"), alibaba).is_some();
+    for f in immutable_attributes(cat.provider) {
+        let Some(n) = read(cat.get(new, f.suffix), alibaba) else {
+            continue;
+        };
+        let Some(before) = read(cat.get(old, f.suffix), alibaba)
+            .map(|a| a.value)
+            .or(f.default.filter(|_| !reused))
+        else {
+            continue;
+        };
+        let before = Some(before);
+        let changed = |fold: bool| match before {
+            Some(b) if fold => !b.eq_ignore_ascii_case(n.value),
+            Some(b) => b != n.value,
+            None => false,
+        };
+        let was = before.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""));
+        let (error, fold) = if nlb { (f.nlb, true) } else { (f.clb, false) };
+        if let Some(error) = error
+            && changed(fold)
+        {
+            out.push(
+                annotation_field(n.key),
+                format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); {}; restore the old value, or delete and recreate the Service", n.key, n.value, fixed_why(cat.provider, error)),
+            );
+        } else if nlb
+            && let Some(what) = f.nlb_in_place
+            && changed(true)
+        {
+            out.advise(
+                annotation_field(n.key),
+                format!("{} changes from {was} to \"{}\": {what}", n.key, n.value),
+            );
+        }
+    }
+}
+
+pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
+    let Some(cat) = v.cat else { return Ok(vec![]) };
+    let alibaba = cat.provider == Provider::Alibaba;
+    // The rule runs on creates too (the reused load balancer's facts, webhook only); what
+    // the policy checks is the transition.
+    let transition = format!(
+        "(oldObject != null && {})",
+        cel::on(cel::IS_LB, "oldObject")
+    );
+    let nlb = if alibaba {
+        cel::on(&crate::providers::alibaba::nlb_cel(v), "object")
+    } else {
+        "false".into()
+    };
+    let mut out = Vec::new();
+    for f in immutable_attributes(cat.provider) {
+        let a = cel::catalog_annotation(cat, f.suffix);
+        let set = |s: &str| {
+            let (p, val) = (cel::on(&a.present, s), cel::on(&a.value, s));
+            if alibaba {
+                format!("({p} && {val} != '')")
+            } else {
+                p
+            }
+        };
+        let (op, ov) = (set("oldObject"), cel::on(&a.value, "oldObject"));
+        let (np, nv, nk) = (
+            set("object"),
+            cel::on(&a.value, "object"),
+            cel::on(&a.key, "object"),
+        );
+        let id = cel::catalog_annotation(cat, "id");
+        let reused = if alibaba {
+            format!(
+                "({} && {} != '')",
+                cel::on(&id.present, "oldObject"),
+                cel::on(&id.value, "oldObject")
+            )
+        } else {
+            cel::on(&id.present, "oldObject")
+        };
+        let differs = |fold: bool| {
+            let (o, n) = if fold {
+                (format!("{ov}.lowerAscii()"), format!("{nv}.lowerAscii()"))
+            } else {
+                (ov.clone(), nv.clone())
+            };
+            match f.default {
+                Some(d) => {
+                    let d = if fold {
+                        d.to_ascii_lowercase()
+                    } else {
+                        d.to_string()
+                    };
+                    format!(
+                        "({op} ? {o} != {n} : (!{reused} && {} != {n}))",
+                        cel::lit(&d)
+                    )
+                }
+                None => format!("({op} && {o} != {n})"),
+            }
+        };
+        let was = match f.default {
+            Some(d) => format!(
+                "({op} ? '\"' + {ov} + '\"' : {})",
+                cel::lit(&format!("\"{d}\""))
+            ),
+            None => format!("({op} ? '\"' + {ov} + '\"' : 'unset')"),
+        };
+        let message = |error: &str| {
+            format!(
+                "'[lb-attributes-immutable] ' + {nk} + ' cannot change once the load balancer exists (was ' + {was} + ', now \"' + {nv} + '\"); {}; restore the old value, or delete and recreate the Service'",
+                fixed_why(cat.provider, error)
+                    .replace('\'', "\\'")
+                    .replace('"', "\\\"")
+            )
+        };
+        if let Some(e) = f.clb {
+            out.push(CelCheck::new(
+                format!("{transition} && !{nlb} && {np} && {}", differs(false)),
+                message(e),
+            ));
+        }
+        if let Some(e) = f.nlb {
+            out.push(CelCheck::new(
+                format!("{transition} && {nlb} && {np} && {}", differs(true)),
+                message(e),
+            ));
+        } else if let Some(what) = f.nlb_in_place {
+            out.push(CelCheck::advice(
+                format!("{transition} && {nlb} && {np} && {}", differs(true)),
+                format!(
+                    "'[lb-attributes-immutable] ' + {nk} + ' changes from ' + {was} + ' to \"' + {nv} + '\": {}'",
+                    what.replace('\'', "\\'").replace('"', "\\\"")
+                ),
+            ));
+        }
+    }
+    Ok(out)
+}
