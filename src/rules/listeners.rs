@@ -375,9 +375,9 @@ fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     // (clbv1/model_applier.go:99-112), so the Service adds none.
     if cat.provider == Provider::Alibaba
         && cat.get(new, "id").is_some_and(|a| !a.value.is_empty())
-        && !cat
+        && cat
             .get(new, "force-override-listeners")
-            .is_some_and(|a| a.value == "true")
+            .is_none_or(|a| a.value != "true")
     {
         return;
     }
