@@ -81,11 +81,8 @@ pub fn rule_ids<'a>(texts: impl IntoIterator<Item = &'a String>) -> BTreeSet<Str
             rest = &rest[i + 1..];
             if let Some(j) = rest.find(']') {
                 let id = &rest[..j];
-                if !id.is_empty()
-                    && id
-                        .bytes()
-                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                {
+                // Only registered ids: a message may quote a value in brackets ("got [5s]").
+                if lbguard::rules::registry().iter().any(|r| r.id == id) {
                     out.insert(id.to_string());
                 }
             }

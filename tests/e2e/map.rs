@@ -320,7 +320,16 @@ fn decided(o: &Value) -> Value {
 /// A dry-run create of a Volcengine Service through every API server until `weighted`
 /// says whether the defaults are in effect.
 async fn until_defaults(env: &Env, on: bool) {
-    let probe = svc(NS, "map-probe", &[(&format!("{VOLC}id"), "clb-1")], None);
+    // The weight default applies in VKE's cross-cluster mode (an id and a server group).
+    let probe = svc(
+        NS,
+        "map-probe",
+        &[
+            (&format!("{VOLC}id"), "clb-1"),
+            (&format!("{VOLC}server-group-id"), "rsp-1:80"),
+        ],
+        None,
+    );
     for client in &env.admin {
         eventually(
             Duration::from_secs(30),

@@ -223,7 +223,7 @@ fn messages_quote_what_the_controller_says() {
     );
     assert!(v.allowed(), "{v:#?}");
     assert!(
-        v.warnings().iter().any(|w| w.contains("ignores the entry")),
+        v.warnings().iter().any(|w| w.contains("ignores an entry")),
         "{v:#?}"
     );
 }

@@ -249,9 +249,14 @@ fn port_list(
                 entries("object")
             ),
             format!(
-                "'[annotation-format] ' + {} + ' is \"' + {} + '\": the cloud controller ignores an entry that names no port of spec.ports[].port, or a port named before'",
-                now(&a.key),
-                now(&a.value)
+                "'[annotation-format] ' + {}",
+                super::format::ignored_entries(
+                    &format!("' + {} + '", now(&a.key)),
+                    &format!("' + {} + '", now(&a.value))
+                )
+                .replacen("' + ", "", 1)
+                .replace('"', "\\\"")
+                    + "'"
             ),
         ),
     ]

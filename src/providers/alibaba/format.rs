@@ -187,10 +187,18 @@ impl PortList {
     }
 }
 
+/// The note for entries the controller never reads (`cel::port_list` words it the same).
+pub fn ignored_entries(key: &str, value: &str) -> String {
+    format!(
+        "{key} is \"{value}\": the cloud controller ignores an entry that names no port of spec.ports[].port (it matches the Service port exactly: no spaces, sign or leading zeros) or a port an earlier entry named; give each Service port one entry"
+    )
+}
+
 /// `<item>:<port>` entries as the controller reads them: `,` then `:`, the first part the
 /// item, the second the Service port (a third part is ignored), no trimming.
 fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
     let key = a.key;
+    let mut ignored = false;
     for entry in a.value.split(',') {
         let parts: Vec<&str> = entry.split(':').collect();
         if parts.len() < 2 {
@@ -208,31 +216,20 @@ fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
             out.push(annotation_field(key), kind.bad_item(key, entry, parts[0]));
         }
         if !names_service_port(svc, parts[1]) {
-            // The controller never reads it: a note, not a denial (a port removed from the
-            // Service often leaves its entry behind).
-            out.advise(
-                annotation_field(key),
-                format!("{key} entry \"{entry}\": \"{}\" is not one of spec.ports[].port ({}), so the cloud controller ignores the entry (it matches the Service port exactly: no spaces, sign or leading zeros); use the Service port, not targetPort or nodePort", parts[1], svc.port_list()),
-            );
+            ignored = true;
         }
     }
-    let mut dup: Vec<&str> = Vec::new();
     let mut once = std::collections::BTreeSet::new();
     for entry in a.value.split(',') {
         let parts: Vec<&str> = entry.split(':').collect();
-        if parts.len() >= 2
-            && names_service_port(svc, parts[1])
-            && !once.insert(parts[1])
-            && !dup.contains(&parts[1])
-        {
-            dup.push(parts[1]);
+        if parts.len() >= 2 && names_service_port(svc, parts[1]) && !once.insert(parts[1]) {
+            ignored = true;
         }
     }
-    dup.sort_unstable();
-    for p in dup {
-        out.advise(
-            annotation_field(key),
-            format!("{key} lists port {p} more than once; the cloud controller uses the first entry and ignores the others; give each port one entry"),
-        );
+    // Entries the controller never reads are a note, not a denial (a port removed from the
+    // Service often leaves its entry behind). One note per annotation, worded as the
+    // exported policy words it.
+    if ignored {
+        out.advise(annotation_field(key), ignored_entries(key, a.value));
     }
 }
