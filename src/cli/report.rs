@@ -48,7 +48,7 @@ pub fn sarif(results: &[Checked]) -> Value {
                 "name": r.id,
                 "shortDescription": {"text": r.title},
                 "fullDescription": {"text": format!("{} ({} rule; providers: {})", r.title, r.class.as_str(), providers.join(", "))},
-                "help": {"text": format!("{}. Source: {}. Set its action with `rules: {{{}: deny|warn|off}}` in the lbguard config.", r.title, r.source, r.id)},
+                "help": {"text": format!("{}. Source: {}. Set its action with `rules: {{{}: deny|warn|off}}` in the lbguard config.", r.title, crate::rules::readable(r.source), r.id)},
                 "defaultConfiguration": {"level": level(r.default)},
                 "properties": {"providers": providers, "class": r.class.as_str()},
             })

@@ -211,6 +211,19 @@ mod tests {
     }
 
     #[test]
+    fn sources_name_documents_not_numbers() {
+        assert_eq!(
+            readable("000/001 \"x\"; lbguard seed 004 (z)"),
+            "CTyun's guide to LoadBalancer Services (Chinese)/ACK's \"配置Service负载均衡的注意事项及CCM资源更新策略\" (Chinese) \"x\"; VKE's guide to reusing a load balancer across clusters (Chinese) (z)"
+        );
+        // Numbers inside other words stay.
+        assert_eq!(
+            readable("rsp-000a v1.000 port 1001"),
+            "rsp-000a v1.000 port 1001"
+        );
+    }
+
+    #[test]
     fn ids_are_unique() {
         let mut seen = HashSet::new();
         for r in registry() {
