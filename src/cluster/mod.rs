@@ -245,6 +245,11 @@ impl std::fmt::Debug for ClusterState {
 pub const RESERVATION_TTL: Duration = Duration::from_secs(30);
 
 impl ClusterState {
+    /// The providers and classes whose Services this view indexes.
+    pub fn scope(&self) -> &Scope {
+        &self.scope
+    }
+
     pub fn new(scope: impl Into<Scope>) -> Self {
         Self {
             scope: scope.into(),

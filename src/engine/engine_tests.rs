@@ -365,30 +365,20 @@ fn acks_class_and_tunnel_annotations_hand_the_service_to_no_load_balancer_contro
 #[test]
 fn no_default_is_injected_into_another_implementations_service() {
     let config = cfg("provider: volcengine\ndefaults:\n  volcengineWeight: 50\n");
-    let input = create(
+    let reuse = || {
         lb().pa(Volcengine, "id", "clb-1")
             .pa(Volcengine, "server-group-id", "rsp-1:80")
-            .class("metallb.io/metallb"),
-    );
-    let m = mutate(
-        &input,
-        &config,
-        &Versions::from_config(&config),
-        &EmptyInventory,
-    )
-    .unwrap();
-    assert!(!m.changed(), "{m:#?}");
-    let input = create(lb().pa(Volcengine, "id", "clb-1").pa(
-        Volcengine,
-        "server-group-id",
-        "rsp-1:80",
-    ));
-    let m = mutate(
-        &input,
-        &config,
-        &Versions::from_config(&config),
-        &EmptyInventory,
-    )
-    .unwrap();
-    assert!(m.changed());
+    };
+    let changed = |s| {
+        let m = mutate(
+            &create(s),
+            &config,
+            &Versions::from_config(&config),
+            &EmptyInventory,
+        )
+        .unwrap();
+        m.changed()
+    };
+    assert!(!changed(reuse().class("metallb.io/metallb")));
+    assert!(changed(reuse()));
 }

@@ -9,15 +9,15 @@ use crate::vocab::rule::{CelCheck, VapCtx};
 
 /// The attributes `lb-attributes-immutable` protects, with the CCM's default.
 /// An attribute the controller fixes when it creates the load balancer.
-struct Fixed {
-    suffix: &'static str,
+pub(super) struct Fixed {
+    pub(super) suffix: &'static str,
     /// What the controller assumes when the annotation is absent.
-    default: Option<&'static str>,
+    pub(super) default: Option<&'static str>,
     /// The CLB controller's error when it changes (CCE: what its table says, `fixed_why`);
     /// `None`: not compared.
-    clb: Option<&'static str>,
+    pub(super) clb: Option<&'static str>,
     /// ACK NLB: the error when it changes (compared in any case), or `None`.
-    nlb: Option<&'static str>,
+    pub(super) nlb: Option<&'static str>,
     /// ACK NLB applies a change in place: what it does, for a warning.
     nlb_in_place: Option<&'static str>,
 }
@@ -34,7 +34,7 @@ const fn fixed(suffix: &'static str, default: Option<&'static str>, clb: &'stati
 
 /// kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/
 /// loadbalancer.go:128-154 and nlbv2/loadbalancer.go:187-206, 209-228.
-static ALIBABA_FIXED: &[Fixed] = &[
+pub(super) static ALIBABA_FIXED: &[Fixed] = &[
     Fixed {
         nlb_in_place: Some(
             "the NLB controller converts the NLB's address type in place (UpdateNLBAddressType): its address changes",

@@ -21,7 +21,7 @@ use crate::vocab::config::ProxyMode;
 use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
 use crate::vocab::lb::{Family, protocol_family};
 use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::route::Scope;
+use crate::vocab::route::{Classes, Scope};
 use crate::vocab::rule::{Rule, Vap, rule};
 use crate::vocab::service::Svc;
 
@@ -111,7 +111,10 @@ pub static RULES: &[Rule] = &[
 /// Every load balancer a Service uses, one entry per provider whose id it carries and one
 /// of whose controllers takes it.
 pub fn lb_uses(scope: &Scope, svc: Svc) -> Vec<(Provider, String, LbUser)> {
-    let providers = scope.providers();
+    uses_of(scope.providers(), &scope.classes, svc)
+}
+
+fn uses_of(providers: &[Provider], classes: &Classes, svc: Svc) -> Vec<(Provider, String, LbUser)> {
     let meta = &svc.0.metadata;
     let namespace: Arc<str> = meta.namespace.as_deref().unwrap_or("default").into();
     let name: Arc<str> = meta.name.as_deref().unwrap_or_default().into();
@@ -120,7 +123,7 @@ pub fn lb_uses(scope: &Scope, svc: Svc) -> Vec<(Provider, String, LbUser)> {
         .filter_map(|p| {
             let cat = catalog(*p);
             let id = cat.get(svc, "id")?;
-            scope.controller(*p, svc)?;
+            crate::vocab::route::controller(*p, svc, classes)?;
             Some((
                 *p,
                 id.value.to_string(),
@@ -207,9 +210,13 @@ pub fn port_clashes(a: &LbUser, b: &LbUser) -> Vec<String> {
 /// This request's own use of the load balancer, and the other users of it.
 fn me_and_others(ctx: &Ctx, cat: &'static Catalog) -> Option<(String, LbUser, Vec<LbUser>)> {
     let new = ctx.new?;
-    let (_, id, me) = lb_uses(&Scope::of(ctx.config).fixed(cat.provider), new)
-        .into_iter()
-        .next()?;
+    let (_, id, me) = uses_of(
+        std::slice::from_ref(&cat.provider),
+        &ctx.config.load_balancer_classes,
+        new,
+    )
+    .into_iter()
+    .next()?;
     let mut users = Vec::new();
     ctx.cluster.lb_users(cat.provider, &id, &mut users);
     // A Service never conflicts with itself (its old version, or its own reservation).

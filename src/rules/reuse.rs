@@ -41,60 +41,21 @@ pub fn compared_with_the_live_lb(ctx: &Ctx, cat: &'static Catalog, out: &mut Fin
             );
         }
     };
-    if nlb {
-        differs(
-            "ip-version",
-            lb.ip_version.as_deref(),
-            None,
-            "AddressIpVersion cannot be changed",
-        );
-        differs(
-            "resource-group-id",
-            lb.resource_group_id.as_deref(),
-            None,
-            "ResourceGroupId cannot be changed",
-        );
-    } else {
-        let clb = [
-            (
-                "master-zoneid",
-                &lb.master_zone_id,
-                None,
-                "alicloud: can not change LoadBalancer master zone id once created",
-            ),
-            (
-                "slave-zoneid",
-                &lb.slave_zone_id,
-                None,
-                "alicloud: can not change LoadBalancer slave zone id once created",
-            ),
-            (
-                "ip-version",
-                &lb.ip_version,
-                Some("ipv4"),
-                "alicloud: can not change LoadBalancer AddressIPVersion once created",
-            ),
-            (
-                "resource-group-id",
-                &lb.resource_group_id,
-                None,
-                "alicloud: can not change ResourceGroupId once created",
-            ),
-            (
-                "network-type",
-                &lb.network_type,
-                None,
-                "alicloud: can not change LoadBalancer network type once created",
-            ),
-            (
-                "ip",
-                &lb.address,
-                None,
-                "alicloud: can not change LoadBalancer address once created",
-            ),
-        ];
-        for (suffix, live, default, error) in clb {
-            differs(suffix, live.as_deref(), default, error);
+    // The attributes the controller fixes at creation, compared with the live ones instead
+    // (address type is `address-type-match`'s; NLB reads an absent ip-version as no wish).
+    for f in super::immutable::ALIBABA_FIXED {
+        let error = if nlb { f.nlb } else { f.clb };
+        let live = match f.suffix {
+            "master-zoneid" => &lb.master_zone_id,
+            "slave-zoneid" => &lb.slave_zone_id,
+            "ip-version" => &lb.ip_version,
+            "resource-group-id" => &lb.resource_group_id,
+            "network-type" => &lb.network_type,
+            "ip" => &lb.address,
+            _ => continue,
+        };
+        if let Some(error) = error {
+            differs(f.suffix, live.as_deref(), f.default.filter(|_| !nlb), error);
         }
     }
     status_names_the_lb(ctx, cat, id.value, lb.address.as_deref(), nlb, out);

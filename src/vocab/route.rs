@@ -126,25 +126,12 @@ impl Scope {
         }
     }
 
-    /// The same classes, for provider `p` alone.
-    pub fn fixed(self, p: Provider) -> Self {
-        Self {
-            choice: ProviderChoice::Fixed(p),
-            ..self
-        }
-    }
-
     /// The providers whose ids a Service may carry.
     pub fn providers(&self) -> &[Provider] {
         match &self.choice {
             ProviderChoice::Fixed(p) => std::slice::from_ref(p),
             ProviderChoice::Auto => &Provider::ALL,
         }
-    }
-
-    /// The controller of `p` that takes `svc`, if any.
-    pub fn controller(&self, p: Provider, svc: Svc) -> Option<Controller> {
-        controller(p, svc, &self.classes)
     }
 }
 

@@ -249,14 +249,10 @@ fn port_list(
                 entries("object")
             ),
             format!(
-                "'[annotation-format] ' + {}",
-                super::format::ignored_entries(
-                    &format!("' + {} + '", now(&a.key)),
-                    &format!("' + {} + '", now(&a.value))
-                )
-                .replacen("' + ", "", 1)
-                .replace('"', "\\\"")
-                    + "'"
+                "'[annotation-format] ' + {} + ' is \"' + {} + '\": ' + {}",
+                now(&a.key),
+                now(&a.value),
+                cel::lit(super::format::IGNORED_ENTRIES)
             ),
         ),
     ]

@@ -187,17 +187,15 @@ impl PortList {
     }
 }
 
-/// The note for entries the controller never reads (`cel::port_list` words it the same).
-pub fn ignored_entries(key: &str, value: &str) -> String {
-    format!(
-        "{key} is \"{value}\": the cloud controller ignores an entry that names no port of spec.ports[].port (it matches the Service port exactly: no spaces, sign or leading zeros) or a port an earlier entry named; give each Service port one entry"
-    )
-}
+/// The note for entries the controller never reads, after `<key> is "<value>": ` (the
+/// exported advice policy says the same).
+pub const IGNORED_ENTRIES: &str = "the cloud controller ignores an entry that names no port of spec.ports[].port (it matches the Service port exactly: no spaces, sign or leading zeros) or a port an earlier entry named; give each Service port one entry";
 
 /// `<item>:<port>` entries as the controller reads them: `,` then `:`, the first part the
 /// item, the second the Service port (a third part is ignored), no trimming.
 fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
     let key = a.key;
+    let mut named = std::collections::BTreeSet::new();
     let mut ignored = false;
     for entry in a.value.split(',') {
         let parts: Vec<&str> = entry.split(':').collect();
@@ -215,21 +213,14 @@ fn port_list(svc: Svc, a: Annot, kind: PortList, out: &mut Findings) {
         if !kind.item_ok(parts[0]) {
             out.push(annotation_field(key), kind.bad_item(key, entry, parts[0]));
         }
-        if !names_service_port(svc, parts[1]) {
-            ignored = true;
-        }
+        // No such Service port, or one an earlier entry named: never read.
+        ignored |= !names_service_port(svc, parts[1]) || !named.insert(parts[1]);
     }
-    let mut once = std::collections::BTreeSet::new();
-    for entry in a.value.split(',') {
-        let parts: Vec<&str> = entry.split(':').collect();
-        if parts.len() >= 2 && names_service_port(svc, parts[1]) && !once.insert(parts[1]) {
-            ignored = true;
-        }
-    }
-    // Entries the controller never reads are a note, not a denial (a port removed from the
-    // Service often leaves its entry behind). One note per annotation, worded as the
-    // exported policy words it.
+    // A note, not a denial (a port removed from the Service often leaves its entry behind).
     if ignored {
-        out.advise(annotation_field(key), ignored_entries(key, a.value));
+        out.advise(
+            annotation_field(key),
+            format!("{key} is \"{}\": {IGNORED_ENTRIES}", a.value),
+        );
     }
 }

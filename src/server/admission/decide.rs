@@ -31,8 +31,7 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     };
     // An update that keeps its load balancers and ports holds nothing new: the watch
     // already shows them. Most updates are like that, and this skips a write lock.
-    let scope = crate::vocab::route::Scope::of(&app.config);
-    let uses = |s| crate::cluster::lb_uses(&scope, crate::engine::Svc(s));
+    let uses = |s| crate::cluster::lb_uses(app.cluster.scope(), crate::engine::Svc(s));
     if let Some(old) = old
         && uses(svc) == uses(old)
     {
@@ -278,11 +277,7 @@ fn claims_needed(app: &AppState, input: &Input, verdict: &Verdict) -> Vec<crate:
         Operation::Update => input.old_object.as_ref().map(crate::engine::Svc),
         _ => None,
     };
-    crate::claims::wanted(
-        &crate::vocab::route::Scope::of(&app.config),
-        crate::engine::Svc(new),
-        old,
-    )
+    crate::claims::wanted(app.cluster.scope(), crate::engine::Svc(new), old)
 }
 
 /// Turns a failed claim into the answer: a holder is a `listener-port-unique` finding; an
