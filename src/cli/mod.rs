@@ -70,6 +70,8 @@ pub mod check;
 pub mod export_vap;
 pub mod inventory;
 pub mod positions;
+mod print;
+pub mod read;
 pub mod report;
 
 use std::process::ExitCode;
