@@ -8,8 +8,8 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use super::Fact;
-use super::outcome::CloudError;
+use crate::cloud::base::fact::Fact;
+use crate::cloud::base::outcome::CloudError;
 
 /// A "not found" is asked again this soon by an admission: the user who just created the
 /// load balancer at the cloud retries at once.

@@ -1,5 +1,6 @@
 use super::*;
 use crate::vocab::ctx::{Inventory, Lookup};
+use crate::vocab::lb::LoadBalancer;
 
 fn lb(id: &str) -> LoadBalancer {
     LoadBalancer {

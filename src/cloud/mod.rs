@@ -1,181 +1,84 @@
 //! Load balancer facts from the provider's own API (`inventory.cloud`), read-only.
 //!
-//! - `transport`: one way to call every cloud (token, sign, send, classify) into the closed
-//!   set of outcomes in `outcome`; `paging` follows lists to their end or says "incomplete".
-//! - `alibaba`, `ctyun`, `huawei`, `volcengine`: each cloud's requests and mappings only.
-//! - `bucket`: the rate limit; `cache`: bounded facts and one call in flight per id;
-//!   `refresh`: the background reads; `shard`: which replica refreshes which id;
-//!   `view`: what one admission sees.
+//! The layers, each importing only those below it (tests/layers.rs checks):
+//! 1. `base`: what knows no cloud: outcomes, paging, the token bucket, the HTTPS client and
+//!    proxy, the request, the facts' own types, the metrics' labels, the retry.
+//! 2. `auth`: signing, each cloud's answers, the access key, the identity chain, the store.
+//! 3. `transport`: one way to call every cloud (token, sign, send, classify, count) through
+//!    a `Channel`, with no `Cloud`; `client`: what a cloud's module offers.
+//! 4. `clients`: one module per cloud, its requests and mappings only; `clients::of` picks.
+//! 5. `source` (a look-up, a batch, a round's listeners), `cache`, `refresh`, `shard` (which
+//!    replica refreshes which id) and `view` (what one admission sees).
+//! 6. This file: the `Cloud` facade.
 //!
 //! An admission that names a load balancer not yet cached looks it up within
 //! `inventory.cloud.timeout`, or is answered at once when no token is left.
 
-pub mod creds;
-pub mod http;
-pub mod identity;
-pub mod outcome;
-pub mod proxy;
-pub mod sign;
-pub mod transport;
-
-mod alibaba;
-mod batch;
-mod bucket;
+mod auth;
+mod base;
 mod cache;
-mod ctyun;
-mod huawei;
-mod paging;
+mod client;
+mod clients;
 mod refresh;
 pub mod shard;
+mod source;
+pub mod transport;
 mod view;
-mod volcengine;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+pub use auth::{identity, sign};
+pub use base::{http, outcome, proxy};
+
+/// The credentials' public paths: the access key and the store that holds and renews it.
+pub mod creds {
+    pub use super::auth::creds::{Creds, CredsError, FILES};
+    pub use super::auth::store::CredStore;
+}
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
-
-use prometheus_client::encoding::EncodeLabelSet;
-use prometheus_client::metrics::counter::Counter;
-use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
-use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 
 use crate::inventory::Snapshot;
 use crate::vocab::config::CloudConfig;
 use crate::vocab::ctx::Inventory;
-use crate::vocab::lb::LoadBalancer;
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
-use bucket::Bucket;
+use auth::store::CredStore;
+pub use base::Clock;
+use base::bucket::Bucket;
+pub use base::fact::{Fact, valid_id};
+use base::http::Http;
+pub use base::metrics::{ApiLabels, CloudMetrics, OperationLabels};
+pub use base::outcome::CloudError;
 use cache::{Cache, Flights};
-use creds::CredStore;
-use http::Http;
-pub use outcome::CloudError;
-use transport::{Call, Endpoint, Tokens};
+use refresh::Refresh;
+pub use source::RegionSource;
+use source::Source;
+use transport::{Channel, Endpoint, Tokens};
 pub use view::{INVALID_ID, View};
 
-/// What the cloud said of one id.
-#[derive(Debug, Clone, PartialEq, Eq)]
-// Facts live behind an `Arc` in the cache, so the size of a found one costs nothing.
-#[allow(clippy::large_enum_variant)]
-pub enum Fact {
-    Found(LoadBalancer),
-    NotFound,
-    /// The id cannot name a load balancer: not asked about.
-    Invalid,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct ApiLabels {
-    pub provider: &'static str,
-    pub operation: &'static str,
-    pub result: &'static str,
-}
-
-#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct OperationLabels {
-    pub provider: &'static str,
-    pub operation: &'static str,
-}
-
-fn api_histogram() -> Histogram {
-    // 1 ms to ~16 s.
-    Histogram::new(exponential_buckets(0.001, 2.0, 15))
-}
-
-/// The cloud metrics, registered by the server's metrics.
-#[derive(Debug, Clone)]
-pub struct CloudMetrics {
-    pub requests: Family<ApiLabels, Counter>,
-    pub latency: Family<OperationLabels, Histogram, fn() -> Histogram>,
-    pub cached: Gauge,
-    pub oldest_fact_age: Gauge,
-}
-
-impl Default for CloudMetrics {
-    fn default() -> Self {
-        Self {
-            requests: Family::default(),
-            latency: Family::new_with_constructor(api_histogram),
-            cached: Gauge::default(),
-            oldest_fact_age: Gauge::default(),
-        }
-    }
-}
-
-/// Whether `id` can name a load balancer at all: every cloud's ids are short runs of
-/// letters, digits, `-`, `_` and `.`. Anything else is answered without a call.
-pub fn valid_id(id: &str) -> bool {
-    (1..=128).contains(&id.len())
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"-_.".contains(&b))
-}
-
-/// A listener from an answer's port (a number, or a number in a string) and protocol;
-/// `None` for a port that is not one.
-pub(crate) fn listener(
-    port: &serde_json::Value,
-    protocol: &serde_json::Value,
-    owner: String,
-) -> Option<crate::vocab::lb::Listener> {
-    let port = port
-        .as_u64()
-        .or_else(|| port.as_str().and_then(|p| p.parse().ok()))
-        .and_then(|p| u16::try_from(p).ok())
-        .filter(|p| *p > 0)?;
-    Some(crate::vocab::lb::Listener {
-        port,
-        protocol: protocol.as_str().unwrap_or("TCP").to_ascii_uppercase(),
-        owner,
-    })
-}
-
-/// A string field, when it is set and not empty.
-pub(crate) fn non_empty(v: &serde_json::Value) -> Option<String> {
-    v.as_str().filter(|s| !s.is_empty()).map(String::from)
-}
-
-/// Where the region comes from when the config names none.
-pub type RegionSource = Arc<dyn Fn() -> Option<String> + Send + Sync>;
-
-/// The clock the cache and the bucket read (tests pass their own).
-pub type Clock = Arc<dyn Fn() -> Instant + Send + Sync>;
-
-/// How long the background refresh waits for credentials being exchanged.
-const CREDENTIALS_BACKGROUND: Duration = Duration::from_secs(10);
+/// How often the gauges are updated, whether or not a round runs.
+const GAUGES_EVERY: Duration = Duration::from_secs(5);
 
 /// The cloud source: one per server, shared by every admission.
 pub struct Cloud {
-    provider: Provider,
-    region: Option<String>,
-    endpoint: Option<Endpoint>,
-    cluster_id: Option<String>,
+    source: Source,
     timeout: Duration,
     refresh: Duration,
-    http: Http,
-    creds: Arc<CredStore>,
-    bucket: Bucket,
     cache: Cache,
     flights: Flights,
     /// Which ids this replica refreshes (all, without a fleet).
     shard: Arc<shard::Shard>,
     /// Background rounds run so far.
     rounds: std::sync::atomic::AtomicU32,
-    /// Set when a list by ids answered for others (the filter ignored): the refresh reads one
-    /// id at a time from then on.
-    one_at_a_time: std::sync::atomic::AtomicBool,
-    clock: Clock,
-    /// Where the region comes from when the config does not say (the nodes' label).
-    region_source: Mutex<Option<RegionSource>>,
     pub metrics: CloudMetrics,
 }
 
 impl std::fmt::Debug for Cloud {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Cloud")
-            .field("provider", &self.provider)
-            .field("region", &self.region)
+            .field("provider", &self.provider())
+            .field("region", &self.source.region())
             .finish_non_exhaustive()
     }
 }
@@ -239,38 +142,39 @@ impl Cloud {
                     .map_err(|e| anyhow::anyhow!("inventory.cloud.endpoint: {e}"))?,
             ),
         };
-        Ok(Arc::new(Self {
+        let bucket = Bucket::new(f64::from(cfg.qps) / f64::from(replicas.max(1)), clock());
+        let channel = Channel::new(
             provider,
-            region: cfg.region.clone(),
             endpoint,
             cluster_id,
+            http,
+            bucket,
+            clock,
+            metrics.clone(),
+        );
+        Ok(Arc::new(Self {
+            source: Source::new(channel, cfg.region.clone(), creds),
             timeout: cfg.timeout.0,
             refresh: cfg.refresh.0,
-            http,
-            creds,
-            bucket: Bucket::new(f64::from(cfg.qps) / f64::from(replicas.max(1)), clock()),
             cache: Cache::new(cfg.cache_size as usize),
             flights: Flights::default(),
             shard: Arc::default(),
             rounds: Default::default(),
-            one_at_a_time: Default::default(),
-            clock,
-            region_source: Mutex::new(None),
             metrics,
         }))
     }
 
     /// Short-lived credentials are fetched at start, before the first admission needs them.
     pub fn warm_credentials(self: &Arc<Self>) {
-        self.creds.warm(&self.http);
+        self.source.warm_credentials();
     }
 
     fn now(&self) -> Instant {
-        (self.clock)()
+        self.source.channel.now()
     }
 
     pub fn provider(&self) -> Provider {
-        self.provider
+        self.source.provider()
     }
 
     /// Which ids this replica refreshes; the fleet's Leases keep it current.
@@ -286,18 +190,11 @@ impl Cloud {
 
     /// Reads the region from elsewhere (the cluster's nodes) when the config names none.
     pub fn set_region_source(&self, f: RegionSource) {
-        *self.region_source.lock().unwrap_or_else(|p| p.into_inner()) = Some(f);
+        self.source.set_region_source(f);
     }
 
     pub fn region(&self) -> Option<String> {
-        self.region.clone().or_else(|| {
-            let f = self
-                .region_source
-                .lock()
-                .unwrap_or_else(|p| p.into_inner())
-                .clone();
-            f.and_then(|f| f())
-        })
+        self.source.region()
     }
 
     /// The id a Service names, when it is a LoadBalancer of this provider.
@@ -306,7 +203,7 @@ impl Cloud {
         if !svc.is_lb() {
             return None;
         }
-        crate::providers::catalog(self.provider)
+        crate::providers::catalog(self.provider())
             .get(svc, "id")
             .map(|a| a.value.trim().to_string())
             .filter(|id| !id.is_empty())
@@ -341,7 +238,7 @@ impl Cloud {
             .iter()
             .filter(|id| {
                 file.as_ref()
-                    .is_none_or(|f| f.get(self.provider, id).is_none())
+                    .is_none_or(|f| f.get(self.provider(), id).is_none())
             })
             .collect();
         let got =
@@ -362,7 +259,7 @@ impl Cloud {
             String::new()
         };
         View {
-            provider: self.provider,
+            provider: self.provider(),
             region,
             file,
             facts,
@@ -419,7 +316,7 @@ impl Cloud {
             } else {
                 Tokens::Now
             };
-            let r = me.fetch(&id, Some(until), tokens).await;
+            let r = me.source.fetch(&id, Some(until), tokens).await;
             if let Ok(fact) = &r {
                 let n = me.cache.put(&id, Arc::clone(fact), me.now(), true);
                 me.metrics.cached.set(n as i64);
@@ -430,102 +327,11 @@ impl Cloud {
         rx
     }
 
-    /// Credentials to sign with, waiting at most until `deadline` (a while in the background)
-    /// for an exchange; a failure is counted as the `Credentials` operation.
-    pub(crate) async fn credentials(
-        &self,
-        deadline: Option<Instant>,
-    ) -> Result<Arc<creds::Creds>, CloudError> {
-        let wait = match deadline {
-            Some(d) => d.saturating_duration_since(Instant::now()),
-            None => CREDENTIALS_BACKGROUND,
-        };
-        self.creds.current(&self.http, wait).await.inspect_err(|e| {
-            self.metrics
-                .requests
-                .get_or_create(&ApiLabels {
-                    provider: self.provider.as_str(),
-                    operation: "Credentials",
-                    result: e.label(),
-                })
-                .inc();
-        })
-    }
-
-    /// The region and the credentials of a call, or why there are none.
-    pub(crate) async fn region_and_credentials(
-        &self,
-        deadline: Option<Instant>,
-    ) -> Result<(String, Arc<creds::Creds>), CloudError> {
-        let region = self.region().ok_or_else(|| {
-            CloudError::Other(
-                "no region: set inventory.cloud.region or label the nodes topology.kubernetes.io/region".into(),
-            )
-        })?;
-        Ok((region, self.credentials(deadline).await?))
-    }
-
-    /// A list by ids answered for ids it was not asked about: its filter is ignored, so batches
-    /// cannot be trusted to be what they say. Said once; the refresh reads one id at a time.
-    pub(crate) fn lists_ignore_ids(&self, operation: &str) {
-        if !self
-            .one_at_a_time
-            .swap(true, std::sync::atomic::Ordering::Relaxed)
-        {
-            tracing::warn!(
-                provider = %self.provider,
-                operation,
-                "the cloud's list ignored its filter of load balancer ids; the refresh reads one load balancer at a time from now on"
-            );
-        }
-    }
-
-    /// Every page answered, the list did not end: counted as its own outcome.
-    pub(crate) fn count_incomplete(&self, r: &CloudError) {
-        if let e @ CloudError::Incomplete(_) = r {
-            self.metrics
-                .requests
-                .get_or_create(&ApiLabels {
-                    provider: self.provider.as_str(),
-                    operation: "ListListeners",
-                    result: e.label(),
-                })
-                .inc();
-        }
-    }
-
-    /// One look-up at the provider's API.
-    async fn fetch(
-        &self,
-        id: &str,
-        deadline: Option<Instant>,
-        tokens: Tokens,
-    ) -> Result<Arc<Fact>, CloudError> {
-        let (region, creds) = self.region_and_credentials(deadline).await?;
-        let call = Call {
-            cloud: self,
-            region: &region,
-            creds,
-            deadline,
-            tokens,
-        };
-        let fact = match self.provider {
-            Provider::Ctyun => ctyun::fetch(&call, id).await,
-            Provider::Alibaba => alibaba::fetch(&call, id).await,
-            Provider::Huawei => huawei::fetch(&call, id).await,
-            Provider::Volcengine => volcengine::fetch(&call, id).await,
-        };
-        if let Err(e) = &fact {
-            self.count_incomplete(e);
-        }
-        Ok(Arc::new(fact?))
-    }
-
     /// The facts cached now, without asking the cloud (the audit).
     pub fn cached_view(&self, file: Option<Arc<Snapshot>>) -> View {
         let region = self.region().unwrap_or_else(|| "(unknown)".into());
         View {
-            provider: self.provider,
+            provider: self.provider(),
             region,
             file,
             facts: self
@@ -540,6 +346,55 @@ impl Cloud {
     /// Every cached fact (for `inventory dump` and tests).
     pub fn snapshot(&self) -> Vec<(String, Arc<Fact>)> {
         self.cache.all()
+    }
+
+    /// The refresh's view of this cloud.
+    fn refresher(&self) -> Refresh<'_> {
+        Refresh {
+            source: &self.source,
+            cache: &self.cache,
+            shard: &self.shard,
+            metrics: &self.metrics,
+            rounds: &self.rounds,
+            every: self.refresh,
+        }
+    }
+
+    /// One background round over `named` and the ids admissions asked for lately.
+    pub async fn refresh_round(&self, named: &HashSet<String>) {
+        self.refresher().round(named).await;
+    }
+
+    pub fn update_gauges(&self) {
+        self.refresher().update_gauges();
+    }
+
+    /// Runs the refresh every `inventory.cloud.refresh`, for the ids `named` returns, and
+    /// the gauges on their own beat (a long round does not hide stale facts).
+    pub fn spawn_refresh(
+        self: &Arc<Self>,
+        named: impl Fn() -> HashSet<String> + Send + 'static,
+    ) -> tokio::task::JoinHandle<()> {
+        let me = Arc::downgrade(self);
+        tokio::spawn(async move {
+            let mut gauges = tokio::time::interval(GAUGES_EVERY);
+            loop {
+                gauges.tick().await;
+                match me.upgrade() {
+                    Some(c) => c.update_gauges(),
+                    None => return,
+                }
+            }
+        });
+        let me = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut tick = tokio::time::interval(me.refresh);
+            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                tick.tick().await;
+                me.refresh_round(&named()).await;
+            }
+        })
     }
 
     /// Look-ups in flight now (tests, benchmarks).

@@ -3,34 +3,39 @@
 //! never wait. "Not found" ids are not read in the background; failures keep the last fact
 //! and retry with backoff. The stale-facts gauge is kept current while a round runs.
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use super::Cloud;
-use super::outcome::CloudError;
+use crate::cloud::base::fact::{Fact, valid_id};
+use crate::cloud::base::metrics::CloudMetrics;
+use crate::cloud::base::outcome::CloudError;
+use crate::cloud::base::retry::retried;
+use crate::cloud::cache::Cache;
+use crate::cloud::clients;
+use crate::cloud::shard::Shard;
+use crate::cloud::source::Source;
+use crate::cloud::transport::Tokens;
+use crate::vocab::provider::Provider;
 
-/// Up to three tries, with backoff, while the error is worth a retry.
-pub(crate) async fn retried<T, F, Fut>(mut f: F) -> Result<T, CloudError>
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Result<T, CloudError>>,
-{
-    let mut backoff = Duration::from_millis(500);
-    let mut attempt = 0;
-    loop {
-        match f().await {
-            Ok(v) => return Ok(v),
-            Err(e) if !e.transient() || attempt == 2 => return Err(e),
-            Err(e) => {
-                tracing::debug!(error = %e, attempt, "cloud refresh: retrying");
-                tokio::time::sleep(backoff).await;
-                backoff *= 4;
-                attempt += 1;
-            }
-        }
+/// One round's ids in batches: one kind each, no more than one call takes. A batch of one
+/// is read with the single-id calls.
+pub(crate) fn plan(provider: Provider, ids: Vec<String>) -> Vec<Vec<String>> {
+    let client = clients::of(provider);
+    let mut kinds: BTreeMap<&'static str, (usize, Vec<String>)> = BTreeMap::new();
+    for id in ids {
+        let (kind, max) = client.batch(&id);
+        kinds.entry(kind).or_insert((max, Vec::new())).1.push(id);
     }
+    kinds
+        .into_values()
+        .flat_map(|(max, ids)| {
+            ids.chunks(max.max(1))
+                .map(<[String]>::to_vec)
+                .collect::<Vec<_>>()
+        })
+        .collect()
 }
 
 /// Ids no Service names and no admission asked for are dropped after this many refreshes.
@@ -52,7 +57,7 @@ fn foreign_slot(id: &str) -> u32 {
 /// start, when the audit's copy of every other id is read too, the ids admissions rely on
 /// this replica for are fresh first.
 fn own_first(
-    provider: crate::vocab::provider::Provider,
+    provider: Provider,
     ids: Vec<String>,
     owns: impl Fn(&str) -> bool,
     alone: bool,
@@ -65,22 +70,35 @@ fn own_first(
     let mut batches = if alone {
         own.into_iter().map(|id| vec![id]).collect()
     } else {
-        super::batch::plan(provider, own)
+        plan(provider, own)
     };
     batches.sort_by_key(|b| !b.iter().any(|id| owns(id)));
     batches
 }
 
-/// How often the gauges are updated, whether or not a round runs.
-const GAUGES_EVERY: Duration = Duration::from_secs(5);
+/// What a refresh round reads and writes, handed by the `Cloud`.
+pub(crate) struct Refresh<'a> {
+    pub source: &'a Source,
+    pub cache: &'a Cache,
+    pub shard: &'a Shard,
+    pub metrics: &'a CloudMetrics,
+    /// Background rounds run so far.
+    pub rounds: &'a AtomicU32,
+    /// `inventory.cloud.refresh`.
+    pub every: Duration,
+}
 
-impl Cloud {
+impl Refresh<'_> {
+    fn now(&self) -> std::time::Instant {
+        self.source.channel.now()
+    }
+
     /// One background round over `named` and the ids admissions asked for lately.
-    pub async fn refresh_round(&self, named: &HashSet<String>) {
-        let idle = self.refresh * UNUSED_REFRESHES;
+    pub async fn round(&self, named: &HashSet<String>) {
+        let idle = self.every * UNUSED_REFRESHES;
         let mut ids = self.cache.plan_round(named, self.now(), idle);
         // An id that cannot be one is never asked about, in the background either.
-        ids.retain(|id| super::valid_id(id));
+        ids.retain(|id| valid_id(id));
         // Another replica refreshes the rest: admissions re-ask what is older than a refresh,
         // and the audit's copy of a named one is read here once every FOREIGN_ROUNDS rounds
         // (at once when there is none).
@@ -92,17 +110,17 @@ impl Cloud {
                     && (self.cache.age(id, now).is_none() || foreign_slot(id) == slot))
         });
         self.update_gauges();
-        let round = self.round_listeners(&ids).await;
-        let alone = self.one_at_a_time.load(Ordering::Relaxed);
-        for batch in own_first(self.provider, ids, |id| self.shard.owns(id), alone) {
+        let round = self.source.round_listeners(&ids).await;
+        let alone = self.source.channel.one_at_a_time();
+        for batch in own_first(self.source.provider(), ids, |id| self.shard.owns(id), alone) {
             // One id alone is read with the single-id calls, unless its listeners are read.
             if let [id] = batch.as_slice()
-                && !round.covers(self.provider, id)
+                && !round.covers(self.source.batch(id).0)
             {
                 self.refresh_one(id, named).await;
                 continue;
             }
-            match retried(|| self.fetch_many(&batch, &round)).await {
+            match retried(|| self.source.fetch_many(&batch, &round)).await {
                 Ok(found) => {
                     let now = self.now();
                     let listed: HashSet<String> = found.iter().map(|lb| lb.id.clone()).collect();
@@ -110,7 +128,7 @@ impl Cloud {
                         let id = lb.id.clone();
                         let n = self.cache.put(
                             &id,
-                            Arc::new(super::Fact::Found(lb)),
+                            Arc::new(Fact::Found(lb)),
                             now,
                             named.contains(&id),
                         );
@@ -138,7 +156,7 @@ impl Cloud {
 
     /// One id read again with the single-id calls.
     async fn refresh_one(&self, id: &str, named: &HashSet<String>) {
-        match retried(|| self.fetch(id, None, super::Tokens::Background)).await {
+        match retried(|| self.source.fetch(id, None, Tokens::Background)).await {
             Ok(fact) => {
                 let n = self.cache.put(id, fact, self.now(), named.contains(id));
                 self.metrics.cached.set(n as i64);
@@ -154,34 +172,6 @@ impl Cloud {
         self.metrics
             .oldest_fact_age
             .set(self.cache.oldest_age(self.now(), |id| self.shard.owns(id)) as i64);
-    }
-
-    /// Runs the refresh every `inventory.cloud.refresh`, for the ids `named` returns, and
-    /// the gauges on their own beat (a long round does not hide stale facts).
-    pub fn spawn_refresh(
-        self: &Arc<Self>,
-        named: impl Fn() -> HashSet<String> + Send + 'static,
-    ) -> tokio::task::JoinHandle<()> {
-        let me = Arc::downgrade(self);
-        tokio::spawn(async move {
-            let mut gauges = tokio::time::interval(GAUGES_EVERY);
-            loop {
-                gauges.tick().await;
-                match me.upgrade() {
-                    Some(c) => c.update_gauges(),
-                    None => return,
-                }
-            }
-        });
-        let me = Arc::clone(self);
-        tokio::spawn(async move {
-            let mut tick = tokio::time::interval(me.refresh);
-            tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-            loop {
-                tick.tick().await;
-                me.refresh_round(&named()).await;
-            }
-        })
     }
 }
 
@@ -230,5 +220,33 @@ mod tests {
             "{per_slot:?}"
         );
         assert_eq!(foreign_slot("lb-1"), foreign_slot("lb-1"));
+    }
+
+    fn ids(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn batches_hold_one_kind_and_no_more_than_a_call_takes() {
+        let mut all: Vec<String> = (0..25).map(|i| format!("lb-{i:02}")).collect();
+        all.extend((0..3).map(|i| format!("nlb-{i}")));
+        let b = plan(Provider::Alibaba, all);
+        let sizes: Vec<usize> = b.iter().map(Vec::len).collect();
+        assert_eq!(sizes, vec![10, 10, 5, 3]);
+        assert!(b[3].iter().all(|id| id.starts_with("nlb-")));
+        assert!(b[..3].iter().flatten().all(|id| id.starts_with("lb-")));
+        assert_eq!(
+            plan(Provider::Huawei, ids(&["a", "b"])),
+            vec![ids(&["a", "b"])]
+        );
+        assert!(plan(Provider::Huawei, Vec::new()).is_empty());
+        assert_eq!(
+            plan(Provider::Volcengine, ids(&["clb-1", "nlb-1", "clb-2"])),
+            vec![ids(&["clb-1", "clb-2"]), ids(&["nlb-1"])]
+        );
+        assert_eq!(
+            plan(Provider::Ctyun, ids(&["a", "b"])),
+            vec![ids(&["a", "b"])]
+        );
     }
 }

@@ -1,16 +1,23 @@
-//! One transport for the four clouds: take a token, sign, send under a deadline, classify.
+//! One transport for every cloud: take a token, sign, send under a deadline, classify.
 //! A cloud module builds its requests and maps its answers ([`Reply`]); nothing else decides
 //! what an answer means. The metrics count each call by its outcome, not its HTTP status.
+//! A call needs no `Cloud`: the [`Channel`] it goes through is handed to it.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use super::creds::Creds;
-use super::outcome::{CloudError, Reply};
-use super::sign::{Req, Stamp};
-use super::{ApiLabels, Cloud, OperationLabels};
+use crate::cloud::auth::creds::Creds;
+use crate::cloud::auth::sign::Stamp;
+use crate::cloud::base::Clock;
+use crate::cloud::base::bucket::Bucket;
+use crate::cloud::base::http::Http;
+use crate::cloud::base::metrics::{ApiLabels, CloudMetrics, OperationLabels};
+use crate::cloud::base::outcome::{CloudError, Reply};
+use crate::cloud::base::request::Req;
+use crate::vocab::provider::Provider;
 
 /// One call may take this long in the background (admissions have their own budget).
 const BACKGROUND_BUDGET: Duration = Duration::from_secs(10);
@@ -85,9 +92,83 @@ pub(crate) enum Tokens {
     Background,
 }
 
+/// What every call to one provider goes through and is counted on: the HTTPS client, the
+/// rate limit, the endpoint and the metrics. One per `Cloud`, handed to each call.
+pub(crate) struct Channel {
+    pub(crate) provider: Provider,
+    pub(crate) endpoint: Option<Endpoint>,
+    pub(crate) cluster_id: Option<String>,
+    pub(crate) http: Http,
+    pub(crate) bucket: Bucket,
+    pub(crate) clock: Clock,
+    pub(crate) metrics: CloudMetrics,
+    /// Set when a list by ids answered for others (the filter ignored): the refresh reads one
+    /// id at a time from then on.
+    one_at_a_time: AtomicBool,
+}
+
+impl Channel {
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn new(
+        provider: Provider,
+        endpoint: Option<Endpoint>,
+        cluster_id: Option<String>,
+        http: Http,
+        bucket: Bucket,
+        clock: Clock,
+        metrics: CloudMetrics,
+    ) -> Self {
+        Self {
+            provider,
+            endpoint,
+            cluster_id,
+            http,
+            bucket,
+            clock,
+            metrics,
+            one_at_a_time: AtomicBool::new(false),
+        }
+    }
+
+    pub(crate) fn now(&self) -> Instant {
+        (self.clock)()
+    }
+
+    /// Whether lists by ids are not to be trusted (see [`Self::lists_ignore_ids`]).
+    pub(crate) fn one_at_a_time(&self) -> bool {
+        self.one_at_a_time.load(Ordering::Relaxed)
+    }
+
+    /// A list by ids answered for ids it was not asked about: its filter is ignored, so batches
+    /// cannot be trusted to be what they say. Said once; the refresh reads one id at a time.
+    pub(crate) fn lists_ignore_ids(&self, operation: &str) {
+        if !self.one_at_a_time.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                provider = %self.provider,
+                operation,
+                "the cloud's list ignored its filter of load balancer ids; the refresh reads one load balancer at a time from now on"
+            );
+        }
+    }
+
+    /// Every page answered, the list did not end: counted as its own outcome.
+    pub(crate) fn count_incomplete(&self, r: &CloudError) {
+        if let e @ CloudError::Incomplete(_) = r {
+            self.metrics
+                .requests
+                .get_or_create(&ApiLabels {
+                    provider: self.provider.as_str(),
+                    operation: "ListListeners",
+                    result: e.label(),
+                })
+                .inc();
+        }
+    }
+}
+
 /// What a cloud module calls to reach its API, for one look-up.
 pub(crate) struct Call<'a> {
-    pub(crate) cloud: &'a Cloud,
+    pub(crate) channel: &'a Channel,
     pub region: &'a str,
     pub creds: Arc<Creds>,
     /// The admission's deadline; `None` in the background.
@@ -97,9 +178,9 @@ pub(crate) struct Call<'a> {
 
 impl<'a> Call<'a> {
     /// A call of the background refresh: no deadline, waiting for its tokens.
-    pub(crate) fn background(cloud: &'a Cloud, region: &'a str, creds: Arc<Creds>) -> Self {
+    pub(crate) fn background(channel: &'a Channel, region: &'a str, creds: Arc<Creds>) -> Self {
         Self {
-            cloud,
+            channel,
             region,
             creds,
             deadline: None,
@@ -113,7 +194,7 @@ pub(crate) type Classify = fn(u16, &Value) -> Reply;
 
 impl Call<'_> {
     pub fn cluster_id(&self) -> Option<&str> {
-        self.cloud.cluster_id.as_deref()
+        self.channel.cluster_id.as_deref()
     }
 
     /// One request: `None` is the cloud's documented "not found".
@@ -133,11 +214,11 @@ impl Call<'_> {
             Ok(Reply::NotFound) => "not_found",
             Ok(Reply::Fail(e)) | Err(e) => e.label(),
         };
-        self.cloud
+        self.channel
             .metrics
             .requests
             .get_or_create(&ApiLabels {
-                provider: self.cloud.provider.as_str(),
+                provider: self.channel.provider.as_str(),
                 operation,
                 result: label,
             })
@@ -157,7 +238,7 @@ impl Call<'_> {
         sign: impl FnOnce(&mut Req, &Creds, &Stamp),
         classify: Classify,
     ) -> Result<Reply, CloudError> {
-        let cloud = self.cloud;
+        let cloud = self.channel;
         let endpoint = match &cloud.endpoint {
             Some(e) => e.clone(),
             None => Endpoint::parse(&public()).map_err(CloudError::BadEndpoint)?,
@@ -234,12 +315,6 @@ fn not_the_api(status: u16, content_type: &str) -> CloudError {
         s if s >= 500 => CloudError::Server(what),
         _ => CloudError::BadEndpoint(what),
     }
-}
-
-/// The first of `keys` that holds a string in `v` ("" when none does): the clouds name their
-/// error fields differently from one API to the next.
-pub(crate) fn text<'a>(v: &'a Value, keys: &[&str]) -> &'a str {
-    keys.iter().find_map(|k| v[*k].as_str()).unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use super::Fact;
+use crate::cloud::base::fact::Fact;
 use crate::inventory::Snapshot;
 use crate::vocab::ctx::{Inventory, Lookup};
 use crate::vocab::lb::LoadBalancer;
