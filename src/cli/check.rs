@@ -65,6 +65,10 @@ pub struct CheckArgs {
     /// Skip the mutating defaults.
     #[arg(long)]
     pub no_defaults: bool,
+    /// LBGuardException manifests (files or directories) to apply: a finding one covers is
+    /// reported as exempted (SARIF: suppressed) and does not fail the run.
+    #[arg(long = "exceptions", value_name = "PATH")]
+    pub exceptions: Vec<PathBuf>,
     /// YAML or JSON manifests (multi-document, `kind: List`), directories, or `-` for stdin.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -101,6 +105,8 @@ struct Violation<'a> {
     field: &'a str,
     line: usize,
     column: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exception: Option<&'a crate::engine::exceptions::Applied>,
 }
 
 #[derive(Debug, Serialize)]
@@ -123,6 +129,8 @@ struct Summary {
     foreign: usize,
     denied: usize,
     warned: usize,
+    /// Findings an `--exceptions` object let through.
+    exempted: usize,
 }
 
 fn read_source(path: &Path) -> Result<String, String> {
@@ -338,6 +346,7 @@ pub fn check_one(
     cluster: &ClusterState,
     inventory: &dyn Inventory,
     defaults: bool,
+    exceptions: &[crate::engine::exceptions::Exception],
 ) -> Result<Checked, String> {
     let op = if old.is_some() {
         Operation::Update
@@ -360,7 +369,23 @@ pub fn check_one(
         applied = m.applied;
         input.object = Some(m.desired);
     }
-    let verdict = evaluate(&input, config, versions, cluster, inventory);
+    let mut verdict = evaluate(&input, config, versions, cluster, inventory);
+    let labels = input
+        .object
+        .as_ref()
+        .and_then(|s| s.metadata.labels.clone())
+        .unwrap_or_default();
+    crate::engine::exceptions::apply(
+        &mut verdict,
+        &crate::engine::exceptions::Subject {
+            namespace: &input.namespace,
+            name: &input.name,
+            labels: &labels,
+        },
+        exceptions,
+        config,
+        std::time::SystemTime::now(),
+    );
     // Later files see this one, as a cluster would after admitting it.
     if verdict.allowed()
         && let Some(s) = &input.object
@@ -466,6 +491,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let cluster = ClusterState::new(crate::vocab::route::Scope::of(&config));
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     errors.extend(loaded.errors);
+    let granted = super::exceptions::read(&args.exceptions, &config, std::time::SystemTime::now());
+    errors.extend(granted.errors);
+    for n in &granted.notes {
+        eprintln!("lbguard check: {n}");
+    }
 
     let mut results = Vec::new();
     for found in loaded.services {
@@ -478,6 +508,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             &cluster,
             inventory,
             !args.no_defaults,
+            &granted.exceptions,
         ) {
             Ok(mut c) => {
                 c.origin = found.origin;
@@ -510,6 +541,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
         warned: results
             .iter()
             .filter(|c| c.verdict.allowed() && !c.verdict.warnings().is_empty())
+            .count(),
+        exempted: results
+            .iter()
+            .flat_map(|c| &c.verdict.violations)
+            .filter(|v| v.exception.is_some())
             .count(),
     };
     match args.output {
@@ -551,6 +587,7 @@ fn print_json(results: &[Checked], summary: &Summary) {
                         field: &v.field,
                         line,
                         column,
+                        exception: v.exception.as_ref(),
                     }
                 })
                 .collect(),
@@ -597,11 +634,12 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         }
         for v in &c.verdict.violations {
             let tag = match v.action {
+                _ if v.exception.is_some() => paint.wrap("36", "exempt"),
                 Action::Deny => paint.wrap("31", "deny"),
                 _ => paint.wrap("33", "warn"),
             };
             let (line, col) = c.locate(v);
-            outln!("{}:{line}:{col}: {tag} {}", c.file, v.message);
+            outln!("{}:{line}:{col}: {tag} {}", c.file, v.warning());
         }
     }
     outln!(
@@ -615,6 +653,12 @@ fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
             n => format!("; {n} Service(s) of another load balancer implementation skipped"),
         }
     );
+    if summary.exempted > 0 {
+        outln!(
+            "{} finding(s) let through by LBGuardExceptions",
+            summary.exempted
+        );
+    }
 }
 
 fn cloud_budget(s: &str) -> Result<std::time::Duration, String> {

@@ -4,6 +4,7 @@
 
 pub mod audit;
 pub mod ccm;
+pub mod exceptions;
 pub mod reports;
 pub mod watch;
 

@@ -67,6 +67,9 @@ pub struct Config {
     /// Rule id to action (`engine::parse_config` checks the ids).
     pub rules: BTreeMap<String, Action>,
     pub exemptions: Exemptions,
+    /// `LBGuardException` objects: how far ahead they may expire, which rules they may not
+    /// cover.
+    pub exceptions: super::exceptions::ExceptionsConfig,
     pub deletion_protection: DeletionProtection,
     pub defaults: Defaults,
     pub inventory: InventoryConfig,
@@ -582,6 +585,7 @@ impl Config {
                 ProviderChoice::Auto => None,
             },
         );
+        problems.extend(self.exceptions.problems());
         if let Some(v) = &self.cluster.version
             && let Err(e) = v.parse::<KubeVersion>()
         {
