@@ -71,6 +71,8 @@ pub mod exceptions;
 pub mod export_vap;
 pub mod inventory;
 pub mod positions;
+mod print;
+pub mod read;
 pub mod report;
 
 use std::process::ExitCode;

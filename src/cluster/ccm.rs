@@ -196,7 +196,7 @@ mod tests {
     #[tokio::test]
     async fn the_server_keeps_the_version_current() {
         use crate::engine::version::Known;
-        use crate::server::{App, metrics::Metrics, process::refresh_ccm_version};
+        use crate::server::{App, metrics::Metrics, tasks::refresh_ccm_version};
         let config = cfg("provider: alibaba\nccm:\n  version: auto\n");
         let app = App::new(config, std::sync::Arc::new(Metrics::new()));
         assert_eq!(app.versions.load().ccm, Known::Missing);

@@ -4,7 +4,9 @@ use std::time::Duration;
 use super::*;
 use crate::engine::ClusterView;
 use crate::providers::Provider::{Alibaba, Ctyun, Huawei};
+use crate::providers::catalog;
 use crate::testkit::{cfg, lb};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 fn users(state: &ClusterState, p: Provider, id: &str) -> Vec<String> {
     let mut out = Vec::new();

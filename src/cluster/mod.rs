@@ -1,10 +1,10 @@
-//! The cluster view: slim projections of Services, Nodes and Ingresses, fed from watch
-//! events, and an index from load balancer to the Services on it, updated per event so a
-//! lookup costs the same with 100 or 100,000 Services.
+//! The cluster view: the index of `index`, fed from watch events (apply, delete, relist),
+//! with the reservations of admitted Services and the watches' health.
 
 pub mod audit;
 pub mod ccm;
 pub mod exceptions;
+mod index;
 pub mod reports;
 pub mod watch;
 
@@ -12,206 +12,16 @@ use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
-use k8s_openapi::api::core::v1::{Node, Service, ServicePort, ServiceSpec};
+use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::networking::v1::Ingress;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
-use crate::providers::catalog;
 pub use crate::rules::listeners::lb_uses;
 use crate::vocab::ctx::{ClusterView, IngressUse, LbUser};
 use crate::vocab::provider::Provider;
 use crate::vocab::route::Scope;
 use crate::vocab::service::Svc;
-
-/// A cached LoadBalancer Service: only what the rules read. Names are shared with the
-/// map key and the load balancer index.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct SvcProj {
-    pub namespace: Arc<str>,
-    pub name: Arc<str>,
-    /// For references to the object (policy reports).
-    pub uid: Option<Box<str>>,
-    /// Provider annotations only (keys any catalog claims).
-    pub annotations: Vec<(Box<str>, Box<str>)>,
-    /// (port, protocol).
-    pub ports: Vec<(i32, &'static str)>,
-    pub traffic_policy: Option<Box<str>>,
-    pub external_ips: Vec<Box<str>>,
-    lbs: Vec<(Provider, Box<str>)>,
-}
-
-/// The protocols a Service port can have, as static strings.
-fn static_protocol(p: &str) -> &'static str {
-    match p {
-        "UDP" => "UDP",
-        "SCTP" => "SCTP",
-        _ => "TCP",
-    }
-}
-
-impl SvcProj {
-    /// Drops everything the rules never read (managedFields, status, other annotations).
-    pub fn from_service(s: &Service, namespace: Arc<str>, name: Arc<str>) -> Self {
-        let claimed = |k: &str| Provider::ALL.iter().any(|p| catalog(*p).claims_key(k));
-        let spec = s.spec.as_ref();
-        Self {
-            namespace,
-            name,
-            uid: s.metadata.uid.as_deref().map(Into::into),
-            annotations: s
-                .metadata
-                .annotations
-                .iter()
-                .flatten()
-                .filter(|(k, _)| claimed(k))
-                .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
-                .collect(),
-            ports: Svc(s)
-                .ports()
-                .iter()
-                .map(|p| {
-                    (
-                        p.port,
-                        static_protocol(p.protocol.as_deref().unwrap_or("TCP")),
-                    )
-                })
-                .collect(),
-            traffic_policy: spec
-                .and_then(|s| s.external_traffic_policy.as_deref())
-                .map(Into::into),
-            external_ips: spec
-                .and_then(|s| s.external_ips.as_ref())
-                .map(|ips| ips.iter().map(|i| i.as_str().into()).collect())
-                .unwrap_or_default(),
-            lbs: Vec::new(),
-        }
-    }
-
-    /// Rebuilds a Service with the projected fields (for audit and rule checks).
-    pub fn to_service(&self) -> Service {
-        Service {
-            metadata: ObjectMeta {
-                namespace: Some(self.namespace.to_string()),
-                name: Some(self.name.to_string()),
-                uid: self.uid.as_deref().map(String::from),
-                annotations: (!self.annotations.is_empty()).then(|| {
-                    self.annotations
-                        .iter()
-                        .map(|(k, v)| (k.to_string(), v.to_string()))
-                        .collect()
-                }),
-                ..Default::default()
-            },
-            spec: Some(ServiceSpec {
-                type_: Some("LoadBalancer".into()),
-                ports: Some(
-                    self.ports
-                        .iter()
-                        .map(|(port, protocol)| ServicePort {
-                            port: *port,
-                            protocol: Some(protocol.to_string()),
-                            ..Default::default()
-                        })
-                        .collect(),
-                ),
-                external_traffic_policy: self.traffic_policy.as_deref().map(String::from),
-                external_ips: (!self.external_ips.is_empty())
-                    .then(|| self.external_ips.iter().map(|i| i.to_string()).collect()),
-                ..Default::default()
-            }),
-            status: None,
-        }
-    }
-}
-
-type Key = (Arc<str>, Arc<str>);
-
-fn key_of(namespace: Option<&str>, name: Option<&str>) -> Key {
-    (
-        namespace.unwrap_or("default").into(),
-        name.unwrap_or_default().into(),
-    )
-}
-
-#[derive(Debug, Default)]
-struct Inner {
-    services: HashMap<Key, SvcProj>,
-    lbs: HashMap<(Provider, Box<str>), Vec<LbUser>>,
-    /// Reserved Services and the load balancers they hold.
-    reservations: HashMap<Key, Vec<(Provider, Box<str>)>>,
-    nodes: HashMap<String, Vec<String>>,
-    node_ips: HashMap<String, String>,
-    /// Each node's `topology.kubernetes.io/region` label.
-    node_regions: HashMap<String, String>,
-    ingresses: HashMap<Key, (String, IngressUse)>,
-    ingress_by_elb: HashMap<String, Vec<Key>>,
-}
-
-impl Inner {
-    fn unindex(&mut self, key: &Key, lbs: &[(Provider, Box<str>)]) {
-        for lb in lbs {
-            if let Some(users) = self.lbs.get_mut(lb) {
-                users.retain(|u| (&u.namespace, &u.name) != (&key.0, &key.1));
-                if users.is_empty() {
-                    self.lbs.remove(lb);
-                }
-            }
-        }
-    }
-
-    fn drop_reservation(&mut self, key: &Key) {
-        if let Some(lbs) = self.reservations.remove(key) {
-            for lb in lbs {
-                if let Some(users) = self.lbs.get_mut(&lb) {
-                    users.retain(|u| {
-                        !(u.reserved_until.is_some() && (&u.namespace, &u.name) == (&key.0, &key.1))
-                    });
-                    if users.is_empty() {
-                        self.lbs.remove(&lb);
-                    }
-                }
-            }
-        }
-    }
-
-    fn clashes(&self, uses: &[(Provider, String, LbUser)], now: Instant) -> Vec<String> {
-        let mut out = Vec::new();
-        for (p, id, me) in uses {
-            let Some(users) = self.lbs.get(&(*p, id.as_str().into())) else {
-                continue;
-            };
-            for other in users.iter().filter(|u| u.is_live(now)) {
-                if (&other.namespace, &other.name) == (&me.namespace, &me.name) {
-                    continue;
-                }
-                for c in crate::rules::listeners::port_clashes(me, other) {
-                    out.push(format!(
-                        "{c} on load balancer \"{id}\" is held by {}",
-                        other.key()
-                    ));
-                }
-            }
-        }
-        out
-    }
-
-    fn remove_ingress(&mut self, key: &Key) {
-        if let Some((elb, _)) = self.ingresses.remove(key)
-            && let Some(keys) = self.ingress_by_elb.get_mut(&elb)
-        {
-            keys.retain(|k| k != key);
-            if keys.is_empty() {
-                self.ingress_by_elb.remove(&elb);
-            }
-        }
-    }
-
-    fn remove_service(&mut self, key: &Key) {
-        if let Some(old) = self.services.remove(key) {
-            self.unindex(key, &old.lbs);
-        }
-    }
-}
+pub use index::SvcProj;
+use index::{Inner, Key, key_of};
 
 /// Which kinds are watched and whether their initial lists have arrived.
 #[derive(Debug, Default)]

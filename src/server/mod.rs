@@ -1,21 +1,23 @@
 //! The HTTPS admission server's surface: the shared app state, the admission router with
 //! health and readiness, and the metrics router. `listen` runs the TLS accept loop,
-//! `process` wires the `serve` process together.
+//! `process` starts the `serve` process, `tasks` runs its background work and `command` is
+//! the `serve` command around them.
 
 pub mod admission;
+pub mod command;
 pub mod devcert;
 pub mod events;
 pub mod listen;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod process;
+pub mod tasks;
 pub mod tls;
 
 pub use crate::vocab::duration::parse_duration;
+pub use command::{LogFormat, ServeArgs, run};
 pub use listen::{Listen, MAX_HEADER_BYTES, serve_tls};
-pub use process::{
-    LogDecisions, LogFormat, Running, ServeArgs, ServerOptions, claims_namespace, run, start,
-};
+pub use process::{LogDecisions, Running, ServerOptions, claims_namespace, start};
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

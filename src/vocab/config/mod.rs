@@ -1,28 +1,19 @@
 //! lbguard's configuration file, as plain data: every key optional, unknown keys rejected
-//! by name. Rule ids are checked against the registry by `engine::parse_config`.
+//! by name. Rule ids are checked against the registry by `engine::parse_config`; reading
+//! the file is in `load`, what serde cannot check in `validate`.
+
+mod load;
+mod validate;
+
+pub use load::ConfigError;
 
 use std::collections::BTreeMap;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use super::duration::{MAX_DURATION, parse_duration};
 use super::provider::Provider;
 use super::rule::Action;
-use super::version::KubeVersion;
-
-#[derive(Debug, thiserror::Error)]
-pub enum ConfigError {
-    #[error("cannot read config file {path}: {source}")]
-    Read {
-        path: String,
-        source: std::io::Error,
-    },
-    #[error("config file {path}: {message}")]
-    Parse { path: String, message: String },
-    #[error("config file {path} is invalid:\n  - {}", problems.join("\n  - "))]
-    Invalid { path: String, problems: Vec<String> },
-}
 
 /// Which provider's rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -69,7 +60,7 @@ pub struct Config {
     pub exemptions: Exemptions,
     /// `LBGuardException` objects: how far ahead they may expire, which rules they may not
     /// cover.
-    pub exceptions: super::exceptions::ExceptionsConfig,
+    pub exceptions: crate::vocab::exceptions::ExceptionsConfig,
     pub deletion_protection: DeletionProtection,
     pub defaults: Defaults,
     pub inventory: InventoryConfig,
@@ -83,7 +74,7 @@ pub struct Config {
     pub known_annotations: BTreeMap<Provider, Vec<String>>,
     /// `spec.loadBalancerClass` values a controller of the provider serves besides the
     /// built-in ones (ACK's `alibabacloud.com/nlb`), and which one.
-    pub load_balancer_classes: super::route::Classes,
+    pub load_balancer_classes: crate::vocab::route::Classes,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -537,203 +528,6 @@ impl OnCloudError {
 }
 
 impl Config {
-    /// The text of a config file.
-    pub fn read(path: &Path) -> Result<String, ConfigError> {
-        std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
-            path: path.display().to_string(),
-            source,
-        })
-    }
-
-    /// Parses and checks a config, listing every problem at once (rule ids aside: see
-    /// `engine::parse_config`).
-    pub fn parse(text: &str, path: &str) -> Result<Self, ConfigError> {
-        let config = Self::from_yaml(text, path)?;
-        let problems = config.problems();
-        config.unless(problems, path)
-    }
-
-    /// The config, or every problem found in it.
-    pub fn unless(self, problems: Vec<String>, path: &str) -> Result<Self, ConfigError> {
-        if problems.is_empty() {
-            Ok(self)
-        } else {
-            Err(ConfigError::Invalid {
-                path: path.to_string(),
-                problems,
-            })
-        }
-    }
-
-    /// Parses a config without checking what serde cannot see.
-    pub fn from_yaml(text: &str, path: &str) -> Result<Self, ConfigError> {
-        if text.trim().is_empty() {
-            return Ok(Config::default());
-        }
-        super::yaml::from_str(text).map_err(|message| ConfigError::Parse {
-            path: path.to_string(),
-            message,
-        })
-    }
-
-    /// Everything wrong with the config that serde cannot see.
-    pub fn problems(&self) -> Vec<String> {
-        let mut problems = super::route::problems(
-            &self.load_balancer_classes,
-            match self.provider {
-                ProviderChoice::Fixed(p) => Some(p),
-                ProviderChoice::Auto => None,
-            },
-        );
-        problems.extend(self.exceptions.problems());
-        if let Some(v) = &self.cluster.version
-            && let Err(e) = v.parse::<KubeVersion>()
-        {
-            problems.push(format!("cluster.version: {e}"));
-        }
-        if let Some(v) = &self.ccm.version
-            && v != CCM_VERSION_AUTO
-            && let Err(e) = v.parse::<KubeVersion>()
-        {
-            problems.push(format!(
-                "ccm.version: {e} (or \"auto\" to read it from the cluster)"
-            ));
-        }
-        if let Some(w) = self.defaults.volcengine_weight
-            && w > 100
-        {
-            problems.push(format!("defaults.volcengineWeight: {w} is outside 0..100"));
-        }
-        if let Some(c) = &self.defaults.huawei_elb_class
-            && c != "union"
-            && c != "performance"
-        {
-            problems.push(format!(
-                "defaults.huaweiElbClass: \"{c}\" is not one of union, performance"
-            ));
-        }
-        if self.claims.timeout.0.is_zero() {
-            problems.push("claims.timeout: must be more than 0".into());
-        }
-        if self.claims.timeout.0 >= std::time::Duration::from_secs(10) {
-            problems.push(format!(
-                "claims.timeout: {} ms leaves no room inside the webhook timeout (at most 30 s, 5 s in the chart); use a few seconds",
-                self.claims.timeout.0.as_millis()
-            ));
-        }
-        let cloud = &self.inventory.cloud;
-        if cloud.timeout.0.is_zero() {
-            problems.push("inventory.cloud.timeout: must be more than 0".into());
-        }
-        if cloud.timeout.0 >= std::time::Duration::from_secs(10) {
-            problems.push(format!(
-                "inventory.cloud.timeout: {} ms leaves no room inside the webhook timeout (at most 30 s, 5 s in the chart); use about a second",
-                cloud.timeout.0.as_millis()
-            ));
-        }
-        // The API server's default timeoutSeconds (the chart checks its own, 5 s, at install).
-        let webhook = std::time::Duration::from_secs(10);
-        let claims = if self.claims.enabled {
-            self.claims.timeout.0
-        } else {
-            std::time::Duration::ZERO
-        };
-        if cloud.enabled
-            && cloud.timeout.0 < webhook
-            && claims < webhook
-            && cloud.timeout.0 + claims + std::time::Duration::from_secs(1) > webhook
-        {
-            problems.push(format!(
-                "inventory.cloud.timeout ({} ms) + claims.timeout ({} ms) + 1 s of margin does not fit in the webhook's timeoutSeconds (10 s by default, 5 s in the chart): an admission would time out at the API server instead of getting inventory.cloud.onError; lower the timeouts",
-                cloud.timeout.0.as_millis(),
-                claims.as_millis()
-            ));
-        }
-        if cloud.refresh.0 < std::time::Duration::from_secs(1) {
-            problems.push("inventory.cloud.refresh: must be at least 1s".into());
-        }
-        if cloud.cache_size == 0 {
-            problems.push("inventory.cloud.cacheSize: must be at least 1".into());
-        }
-        if cloud.qps == 0 {
-            problems.push("inventory.cloud.qps: must be at least 1".into());
-        }
-        let source = cloud.credentials.source;
-        if cloud.credentials_dir.is_some()
-            && !matches!(source, CredentialSource::Auto | CredentialSource::Static)
-        {
-            problems.push(format!(
-                "inventory.cloud.credentialsDir holds an access key, but inventory.cloud.credentials.source is {}: unset one of them",
-                source.as_str()
-            ));
-        }
-        let offered: &[CredentialSource] = match self.provider {
-            ProviderChoice::Fixed(Provider::Ctyun) => &[CredentialSource::Static],
-            ProviderChoice::Fixed(Provider::Huawei) => &[
-                CredentialSource::Static,
-                CredentialSource::Oidc,
-                CredentialSource::PodIdentity,
-                CredentialSource::Metadata,
-            ],
-            _ => &[
-                CredentialSource::Static,
-                CredentialSource::Oidc,
-                CredentialSource::Metadata,
-            ],
-        };
-        if source != CredentialSource::Auto && !offered.contains(&source) {
-            let names: Vec<&str> = offered.iter().map(|s| s.as_str()).collect();
-            problems.push(format!(
-                "inventory.cloud.credentials.source: {} is not offered by this provider's SDK; use auto or one of {}",
-                source.as_str(),
-                names.join(", ")
-            ));
-        }
-        for (key, url) in [
-            ("stsEndpoint", &cloud.credentials.sts_endpoint),
-            ("iamEndpoint", &cloud.credentials.iam_endpoint),
-        ] {
-            if let Some(u) = url
-                && !(u.starts_with("https://") && u.len() > "https://".len())
-            {
-                problems.push(format!(
-                    "inventory.cloud.credentials.{key}: \"{u}\" is not an https URL"
-                ));
-            }
-        }
-        if let Some(u) = &cloud.credentials.metadata_endpoint
-            && !(u.starts_with("http://") || u.starts_with("https://"))
-        {
-            problems.push(format!(
-                "inventory.cloud.credentials.metadataEndpoint: \"{u}\" is not an http(s) URL"
-            ));
-        }
-        if cloud
-            .ca_file
-            .as_deref()
-            .is_some_and(|f| f.trim().is_empty())
-        {
-            problems.push(
-                "inventory.cloud.caFile: empty; name a PEM file of CA certificates, or leave it out"
-                    .into(),
-            );
-        }
-        if let Some(e) = &cloud.endpoint
-            && !(e.starts_with("https://") && e.len() > "https://".len())
-        {
-            problems.push(format!(
-                "inventory.cloud.endpoint: \"{e}\" is not an https URL"
-            ));
-        }
-        if cloud.enabled && matches!(self.provider, ProviderChoice::Auto) {
-            problems.push("inventory.cloud.enabled: needs a fixed provider (provider: ctyun, alibaba, huawei or volcengine), not auto: lbguard must know which cloud to ask".into());
-        }
-        if self.quotas.listeners_per_load_balancer == 0 {
-            problems.push("quotas.listenersPerLoadBalancer: must be at least 1".into());
-        }
-        problems
-    }
-
     /// The action in force for a rule: config override or the rule's default.
     pub fn action_for(&self, id: &str, default: Action) -> Action {
         self.rules.get(id).copied().unwrap_or(default)
@@ -741,146 +535,5 @@ impl Config {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn full_example_parses() {
-        let text = r#"
-provider: auto
-cluster:
-  version: v1.31.4
-  flavor: standard
-  proxyMode: iptables
-  vpcId: vpc-123
-ccm:
-  version: v1.45.1
-  users: [system:serviceaccount:kube-system:cloud-controller-manager]
-  groups: []
-quotas:
-  listenersPerLoadBalancer: 50
-rules:
-  in-cluster-access-advice: off
-exemptions:
-  namespaces: [kube-system]
-  users: []
-  groups: []
-deletionProtection:
-  annotation: lbguard.io/deletion-protection
-defaults:
-  enabled: true
-  volcengineWeight: null
-  huaweiElbClass: null
-  ctyunIpModeProxy: false
-  annotations: {}
-inventory:
-  path: null
-  unknownLoadBalancer: warn
-  cloud:
-    enabled: false
-    region: null
-    endpoint: null
-    credentialsDir: null
-    refresh: 5m
-    timeout: 1500ms
-    qps: 5
-    onError: warn
-"#;
-        let c = Config::parse(text, "t.yaml").unwrap();
-        assert_eq!(c.provider, ProviderChoice::Auto);
-        assert_eq!(c.rules["in-cluster-access-advice"], Action::Off);
-        assert_eq!(c.cluster.proxy_mode, ProxyMode::Iptables);
-    }
-
-    #[test]
-    fn fixed_provider_parses() {
-        let c = Config::parse("provider: huawei\n", "t").unwrap();
-        assert_eq!(c.provider, ProviderChoice::Fixed(Provider::Huawei));
-    }
-
-    #[test]
-    fn unknown_key_is_named() {
-        let e = Config::parse("cluster:\n  flavour: turbo\n", "t.yaml").unwrap_err();
-        assert!(e.to_string().contains("flavour"), "{e}");
-    }
-
-    #[test]
-    fn claims_defaults_and_overrides() {
-        let c = Config::default();
-        assert!(c.claims.enabled);
-        assert_eq!(c.claims.timeout.0, std::time::Duration::from_secs(2));
-        assert_eq!(c.claims.grace.0, std::time::Duration::from_secs(60));
-        assert_eq!(c.claims.on_error, OnClaimError::Deny);
-        let c = Config::parse(
-            "claims:\n  onError: allow\n  timeout: 500ms\n  namespace: guard\n",
-            "t",
-        )
-        .unwrap();
-        assert_eq!(c.claims.on_error, OnClaimError::Allow);
-        assert_eq!(c.claims.timeout.0, std::time::Duration::from_millis(500));
-        assert_eq!(c.claims.namespace.as_deref(), Some("guard"));
-        let e = Config::parse("claims:\n  timeout: 30s\n", "t").unwrap_err();
-        assert!(e.to_string().contains("claims.timeout"), "{e}");
-        assert!(Config::parse("claims:\n  onError: maybe\n", "t").is_err());
-    }
-
-    #[test]
-    fn cloud_defaults_and_problems() {
-        let c = Config::default().inventory.cloud;
-        assert!(!c.enabled);
-        assert_eq!(c.refresh.0, std::time::Duration::from_secs(300));
-        assert_eq!(c.timeout.0, std::time::Duration::from_millis(1500));
-        assert_eq!((c.qps, c.on_error), (5, OnCloudError::Warn));
-        for (text, want) in [
-            (
-                "inventory:\n  cloud:\n    timeout: 0s\n",
-                "inventory.cloud.timeout",
-            ),
-            ("inventory:\n  cloud:\n    qps: 0\n", "inventory.cloud.qps"),
-            (
-                "inventory:\n  cloud:\n    refresh: 500ms\n",
-                "inventory.cloud.refresh",
-            ),
-            (
-                "inventory:\n  cloud:\n    endpoint: http://x\n",
-                "inventory.cloud.endpoint",
-            ),
-            (
-                "inventory:\n  cloud:\n    enabled: true\n",
-                "fixed provider",
-            ),
-        ] {
-            let e = Config::parse(text, "t").unwrap_err().to_string();
-            assert!(e.contains(want), "{text}: {e}");
-        }
-        assert!(Config::parse("inventory:\n  cloud:\n    onError: maybe\n", "t").is_err());
-        let e = Config::parse(
-            "provider: alibaba\nclaims:\n  timeout: 4s\ninventory:\n  cloud:\n    enabled: true\n    timeout: 6s\n",
-            "t",
-        )
-        .unwrap_err()
-        .to_string();
-        assert!(
-            e.contains("does not fit in the webhook's timeoutSeconds"),
-            "{e}"
-        );
-        assert!(
-            Config::parse(
-                "provider: alibaba\ninventory:\n  cloud:\n    enabled: true\n    cacheSize: 0\n",
-                "t"
-            )
-            .is_err()
-        );
-        let c = Config::parse(
-            "provider: alibaba\ninventory:\n  cloud:\n    enabled: true\n    onError: deny\n",
-            "t",
-        )
-        .unwrap();
-        assert_eq!(c.inventory.cloud.on_error.action(), Action::Deny);
-    }
-
-    #[test]
-    fn bad_action_is_rejected() {
-        assert!(Config::parse("rules:\n  lb-id-immutable: maybe\n", "t").is_err());
-    }
-}
+#[path = "config_tests.rs"]
+mod tests;
