@@ -102,17 +102,31 @@ impl Checked {
     }
 }
 
+/// What every Service of one run is checked against.
+pub struct Against<'a> {
+    pub config: &'a Config,
+    pub versions: &'a Versions,
+    pub cluster: &'a ClusterState,
+    pub inventory: &'a dyn Inventory,
+    /// Apply the mutating defaults first.
+    pub defaults: bool,
+    pub exceptions: &'a [crate::engine::exceptions::Exception],
+}
+
 /// Defaults then validation, the API server's order.
 pub fn check_one(
     service: Service,
     old: Option<Service>,
-    config: &Config,
-    versions: &Versions,
-    cluster: &ClusterState,
-    inventory: &dyn Inventory,
-    defaults: bool,
-    exceptions: &[crate::engine::exceptions::Exception],
+    against: &Against,
 ) -> Result<Checked, String> {
+    let Against {
+        config,
+        versions,
+        cluster,
+        inventory,
+        defaults,
+        exceptions,
+    } = *against;
     let op = if old.is_some() {
         Operation::Update
     } else {
@@ -250,19 +264,18 @@ pub fn run(args: CheckArgs) -> ExitCode {
         eprintln!("lbguard check: {n}");
     }
 
+    let against = Against {
+        config: &config,
+        versions: &versions,
+        cluster: &cluster,
+        inventory,
+        defaults: !args.no_defaults,
+        exceptions: &granted.exceptions,
+    };
     let mut results = Vec::new();
     for found in loaded.services {
         let live = old.get(&key_of(&found.service)).cloned();
-        match check_one(
-            found.service,
-            live,
-            &config,
-            &versions,
-            &cluster,
-            inventory,
-            !args.no_defaults,
-            &granted.exceptions,
-        ) {
+        match check_one(found.service, live, &against) {
             Ok(mut c) => {
                 c.origin = found.origin;
                 c.file = found.file;

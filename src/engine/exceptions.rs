@@ -254,7 +254,7 @@ pub fn expiring<'a>(
 }
 
 /// Exceptions whose time is over at `now`.
-pub fn expired<'a>(exceptions: &'a [Exception], now: SystemTime) -> Vec<&'a Exception> {
+pub fn expired(exceptions: &[Exception], now: SystemTime) -> Vec<&Exception> {
     exceptions
         .iter()
         .filter(|e| e.expires().is_some_and(|t| t <= now))

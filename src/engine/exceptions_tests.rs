@@ -130,7 +130,7 @@ fn an_exception_covers_only_its_rules_its_namespace_and_its_services() {
         apply(
             &mut v,
             &subject("shop", "web", &labels),
-            &[e.clone()],
+            std::slice::from_ref(&e),
             &config,
             now(),
         );
@@ -168,7 +168,7 @@ fn the_config_decides_what_no_exception_covers() {
     apply(
         &mut v,
         &subject("shop", "web", &labels),
-        &[e.clone()],
+        std::slice::from_ref(&e),
         &config,
         now(),
     );
@@ -224,7 +224,7 @@ fn a_shared_port_is_let_through_only_when_both_services_are_named() {
     apply(
         &mut v,
         &subject("shop", "b", &labels),
-        &[mine.clone()],
+        std::slice::from_ref(&mine),
         &config,
         now(),
     );

@@ -39,7 +39,7 @@ impl App {
         );
         exceptions_metric(&self.metrics, &exceptions, &self.config, granted.now);
         for e in &report.expiring_exceptions {
-            tracing::info!(
+            tracing::debug!(
                 namespace = %e.namespace,
                 name = %e.name,
                 expires = %e.expires,

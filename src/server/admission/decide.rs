@@ -37,10 +37,28 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     {
         return false;
     }
-    let tolerate = match old {
+    let mut tolerate = match old {
         Some(old) => app.cluster.clashes(crate::engine::Svc(old)),
         None => Vec::new(),
     };
+    // Services an exception lets this one share a port with (both named for the rule).
+    let shared: Vec<&str> = verdict
+        .violations
+        .iter()
+        .filter(|v| v.rule == "listener-port-unique" && v.exception.is_some())
+        .filter_map(|v| v.peer.as_deref())
+        .collect();
+    if !shared.is_empty() {
+        tolerate.extend(
+            app.cluster
+                .clashes(crate::engine::Svc(svc))
+                .into_iter()
+                .filter(|c| {
+                    c.rsplit_once(" is held by ")
+                        .is_some_and(|(_, holder)| shared.contains(&holder))
+                }),
+        );
+    }
     let Err(conflicts) = app.cluster.reserve(
         crate::engine::Svc(svc),
         crate::cluster::RESERVATION_TTL,
