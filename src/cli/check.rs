@@ -64,6 +64,10 @@ pub struct CheckArgs {
     /// Skip the mutating defaults.
     #[arg(long)]
     pub no_defaults: bool,
+    /// LBGuardException manifests (files or directories) to apply: a finding one covers is
+    /// reported as exempted (SARIF: suppressed) and does not fail the run.
+    #[arg(long = "exceptions", value_name = "PATH")]
+    pub exceptions: Vec<PathBuf>,
     /// YAML or JSON manifests (multi-document, `kind: List`), directories, or `-` for stdin.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -98,16 +102,31 @@ impl Checked {
     }
 }
 
+/// What every Service of one run is checked against.
+pub struct Against<'a> {
+    pub config: &'a Config,
+    pub versions: &'a Versions,
+    pub cluster: &'a ClusterState,
+    pub inventory: &'a dyn Inventory,
+    /// Apply the mutating defaults first.
+    pub defaults: bool,
+    pub exceptions: &'a [crate::engine::exceptions::Exception],
+}
+
 /// Defaults then validation, the API server's order.
 pub fn check_one(
     service: Service,
     old: Option<Service>,
-    config: &Config,
-    versions: &Versions,
-    cluster: &ClusterState,
-    inventory: &dyn Inventory,
-    defaults: bool,
+    against: &Against,
 ) -> Result<Checked, String> {
+    let Against {
+        config,
+        versions,
+        cluster,
+        inventory,
+        defaults,
+        exceptions,
+    } = *against;
     let op = if old.is_some() {
         Operation::Update
     } else {
@@ -129,7 +148,23 @@ pub fn check_one(
         applied = m.applied;
         input.object = Some(m.desired);
     }
-    let verdict = evaluate(&input, config, versions, cluster, inventory);
+    let mut verdict = evaluate(&input, config, versions, cluster, inventory);
+    let labels = input
+        .object
+        .as_ref()
+        .and_then(|s| s.metadata.labels.clone())
+        .unwrap_or_default();
+    crate::engine::exceptions::apply(
+        &mut verdict,
+        &crate::engine::exceptions::Subject {
+            namespace: &input.namespace,
+            name: &input.name,
+            labels: &labels,
+        },
+        exceptions,
+        config,
+        std::time::SystemTime::now(),
+    );
     // Later files see this one, as a cluster would after admitting it.
     if verdict.allowed()
         && let Some(s) = &input.object
@@ -223,19 +258,24 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let cluster = ClusterState::new(crate::vocab::route::Scope::of(&config));
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     errors.extend(loaded.errors);
+    let granted = super::exceptions::read(&args.exceptions, &config, std::time::SystemTime::now());
+    errors.extend(granted.errors);
+    for n in &granted.notes {
+        eprintln!("lbguard check: {n}");
+    }
 
+    let against = Against {
+        config: &config,
+        versions: &versions,
+        cluster: &cluster,
+        inventory,
+        defaults: !args.no_defaults,
+        exceptions: &granted.exceptions,
+    };
     let mut results = Vec::new();
     for found in loaded.services {
         let live = old.get(&key_of(&found.service)).cloned();
-        match check_one(
-            found.service,
-            live,
-            &config,
-            &versions,
-            &cluster,
-            inventory,
-            !args.no_defaults,
-        ) {
+        match check_one(found.service, live, &against) {
             Ok(mut c) => {
                 c.origin = found.origin;
                 c.file = found.file;
@@ -267,6 +307,11 @@ pub fn run(args: CheckArgs) -> ExitCode {
         warned: results
             .iter()
             .filter(|c| c.verdict.allowed() && !c.verdict.warnings().is_empty())
+            .count(),
+        exempted: results
+            .iter()
+            .flat_map(|c| &c.verdict.violations)
+            .filter(|v| v.exception.is_some())
             .count(),
     };
     match args.output {

@@ -67,6 +67,7 @@ impl ConfigArgs {
 }
 
 pub mod check;
+pub mod exceptions;
 pub mod export_vap;
 pub mod inventory;
 pub mod positions;

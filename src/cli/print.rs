@@ -15,6 +15,8 @@ struct Violation<'a> {
     field: &'a str,
     line: usize,
     column: usize,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    exception: Option<&'a crate::engine::exceptions::Applied>,
 }
 
 #[derive(Debug, Serialize)]
@@ -37,6 +39,8 @@ pub(super) struct Summary {
     pub(super) foreign: usize,
     pub(super) denied: usize,
     pub(super) warned: usize,
+    /// Findings an `--exceptions` object let through.
+    pub(super) exempted: usize,
 }
 
 pub(super) struct Paint(pub(super) bool);
@@ -72,6 +76,7 @@ pub(super) fn print_json(results: &[Checked], summary: &Summary) {
                         field: &v.field,
                         line,
                         column,
+                        exception: v.exception.as_ref(),
                     }
                 })
                 .collect(),
@@ -118,11 +123,12 @@ pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         }
         for v in &c.verdict.violations {
             let tag = match v.action {
+                _ if v.exception.is_some() => paint.wrap("36", "exempt"),
                 Action::Deny => paint.wrap("31", "deny"),
                 _ => paint.wrap("33", "warn"),
             };
             let (line, col) = c.locate(v);
-            outln!("{}:{line}:{col}: {tag} {}", c.file, v.message);
+            outln!("{}:{line}:{col}: {tag} {}", c.file, v.warning());
         }
     }
     outln!(
@@ -136,4 +142,10 @@ pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
             n => format!("; {n} Service(s) of another load balancer implementation skipped"),
         }
     );
+    if summary.exempted > 0 {
+        outln!(
+            "{} finding(s) let through by LBGuardExceptions",
+            summary.exempted
+        );
+    }
 }

@@ -81,6 +81,15 @@ pub fn sarif(results: &[Checked]) -> Value {
             if let Some(i) = index.get(v.rule) {
                 result["ruleIndex"] = json!(i);
             }
+            // Suppressed, not gone: code scanning shows it as dismissed with the reason.
+            if let Some(e) = &v.exception {
+                result["suppressions"] = json!([{
+                    "kind": "external",
+                    "status": "accepted",
+                    "justification": format!("{} (LBGuardException {}, until {})", e.reason, e.key(), e.expires),
+                    "properties": {"exception": e.key(), "expires": e.expires},
+                }]);
+            }
             out.push(result);
         }
     }
@@ -147,18 +156,18 @@ pub fn junit(results: &[Checked]) -> String {
                 xml(file),
                 xml(&name)
             ));
-            let lines = |action: Action| -> Vec<String> {
+            let lines = |denying: bool| -> Vec<String> {
                 c.verdict
                     .violations
                     .iter()
-                    .filter(|v| v.action == action)
+                    .filter(|v| v.denies() == denying && v.action != Action::Off)
                     .map(|v| {
                         let (line, col) = c.locate(v);
-                        format!("{file}:{line}:{col}: {}", v.message)
+                        format!("{file}:{line}:{col}: {}", v.warning())
                     })
                     .collect()
             };
-            let denials = lines(Action::Deny);
+            let denials = lines(true);
             if let Some(first) = c.verdict.denials().next() {
                 out.push_str(&format!(
                     "      <failure type=\"{}\" message=\"{}\">{}</failure>\n",
@@ -167,7 +176,7 @@ pub fn junit(results: &[Checked]) -> String {
                     xml(&denials.join("\n"))
                 ));
             }
-            let mut warnings = lines(Action::Warn);
+            let mut warnings = lines(false);
             warnings.extend(c.verdict.notes.iter().cloned());
             if !warnings.is_empty() {
                 out.push_str(&format!(

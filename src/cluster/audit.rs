@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use super::ClusterState;
 use crate::config::{Config, ProviderChoice};
+use crate::engine::exceptions::{self, Applied, Exception, Subject};
 use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate};
 use crate::providers::{Provider, catalog};
 use crate::rules::Action;
@@ -20,6 +21,9 @@ pub struct Finding {
     pub message: String,
     /// The field the finding names (`metadata.annotations[...]`, `spec.type`).
     pub field: String,
+    /// The `LBGuardException` that lets it through (a `skip` in policy reports).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception: Option<Applied>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -37,6 +41,18 @@ pub struct Summary {
     pub checked: usize,
     pub denied: usize,
     pub warned: usize,
+    /// Findings an `LBGuardException` let through.
+    pub exempted: usize,
+}
+
+/// An exception about to expire, as `/report` lists it.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Expiring {
+    pub namespace: String,
+    pub name: String,
+    pub expires: String,
+    pub rules: Vec<String>,
+    pub reason: String,
 }
 
 /// The result of one audit round (`GET /report`).
@@ -47,6 +63,8 @@ pub struct Report {
     pub generated_at: u64,
     pub services: Vec<ServiceReport>,
     pub summary: Summary,
+    /// Active exceptions that expire within 7 days, soonest first.
+    pub expiring_exceptions: Vec<Expiring>,
     /// The Services without findings (for policy reports' passes; not in `/report`).
     #[serde(skip)]
     pub clean: Vec<ServiceReport>,
@@ -57,12 +75,27 @@ impl Report {
     pub fn counts(&self) -> BTreeMap<(&'static str, Action, String), u64> {
         let mut out = BTreeMap::new();
         for s in &self.services {
-            for v in &s.violations {
+            for v in s.violations.iter().filter(|v| v.exception.is_none()) {
                 *out.entry((v.rule, v.action, s.namespace.clone()))
                     .or_default() += 1;
             }
         }
         out
+    }
+}
+
+/// What the audit reads besides the cluster view: the exceptions and the time.
+pub struct Granted<'a> {
+    pub exceptions: &'a [Exception],
+    pub now: SystemTime,
+}
+
+impl Granted<'_> {
+    pub fn none() -> Granted<'static> {
+        Granted {
+            exceptions: &[],
+            now: SystemTime::now(),
+        }
     }
 }
 
@@ -72,12 +105,31 @@ pub fn audit(
     config: &Config,
     versions: &Versions,
     inventory: &dyn Inventory,
+    granted: &Granted,
 ) -> (Report, Vec<Service>) {
     let services = state.services();
     let mut report = Report {
-        generated_at: SystemTime::now()
+        generated_at: granted
+            .now
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
+        expiring_exceptions: exceptions::expiring(
+            granted.exceptions,
+            config,
+            granted.now,
+            exceptions::EXPIRING_WITHIN,
+        )
+        .into_iter()
+        .map(|e| Expiring {
+            namespace: e.namespace.clone(),
+            name: e.name.clone(),
+            expires: e
+                .expires()
+                .map_or_else(|| e.spec.expires.clone(), exceptions::format_time),
+            rules: e.spec.rules.clone(),
+            reason: e.spec.reason.clone(),
+        })
+        .collect(),
         ..Default::default()
     };
     let mut offending = Vec::new();
@@ -90,7 +142,19 @@ pub fn audit(
         let Ok(input) = Input::new(Operation::Create, Some(svc), None, user.clone()) else {
             continue;
         };
-        let verdict = evaluate(&input, config, versions, state, inventory);
+        let mut verdict = evaluate(&input, config, versions, state, inventory);
+        let labels = svc_labels(&input);
+        exceptions::apply(
+            &mut verdict,
+            &Subject {
+                namespace: &input.namespace,
+                name: &input.name,
+                labels: &labels,
+            },
+            granted.exceptions,
+            config,
+            granted.now,
+        );
         if verdict.foreign {
             report.summary.checked -= 1;
             continue;
@@ -116,10 +180,16 @@ pub fn audit(
             });
             continue;
         }
-        if verdict.allowed() {
-            report.summary.warned += 1;
-        } else {
+        let exempted = verdict
+            .violations
+            .iter()
+            .filter(|v| v.exception.is_some())
+            .count();
+        report.summary.exempted += exempted;
+        if !verdict.allowed() {
             report.summary.denied += 1;
+        } else if exempted < verdict.violations.len() {
+            report.summary.warned += 1;
         }
         report.services.push(ServiceReport {
             namespace: input.namespace.clone(),
@@ -134,6 +204,7 @@ pub fn audit(
                     action: v.action,
                     message: v.message.clone(),
                     field: v.field.clone(),
+                    exception: v.exception.clone(),
                 })
                 .collect(),
         });
@@ -148,6 +219,14 @@ pub fn audit(
         .clean
         .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     (report, offending)
+}
+
+fn svc_labels(input: &Input) -> std::collections::BTreeMap<String, String> {
+    input
+        .object
+        .as_ref()
+        .and_then(|s| s.metadata.labels.clone())
+        .unwrap_or_default()
 }
 
 #[cfg(test)]
@@ -176,6 +255,7 @@ mod tests {
             &config,
             &Versions::from_config(&config),
             &EmptyInventory,
+            &Granted::none(),
         );
         assert_eq!(report.summary.checked, 4);
         assert_eq!(report.summary.denied, 3);

@@ -3,6 +3,7 @@
 
 pub mod audit;
 pub mod ccm;
+pub mod exceptions;
 mod index;
 pub mod reports;
 pub mod watch;

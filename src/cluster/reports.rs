@@ -124,18 +124,29 @@ pub fn build(report: &Report, api: ReportApi) -> BTreeMap<String, Value> {
             }));
         }
         for v in &s.violations {
+            let mut properties = json!({"field": v.field, "action": v.action.as_str()});
+            let result = match &v.exception {
+                Some(e) => {
+                    properties["exception"] = json!(e.key());
+                    properties["reason"] = json!(e.reason);
+                    properties["expires"] = json!(e.expires);
+                    "skip"
+                }
+                None if v.action == Action::Deny => "fail",
+                None => "warn",
+            };
             results.push(json!({
                 "source": "lbguard",
                 "policy": policy,
                 "rule": v.rule,
                 "category": "LoadBalancer",
-                "result": if v.action == Action::Deny { "fail" } else { "warn" },
+                "result": result,
                 "severity": severity(v.action),
                 "scored": true,
                 "timestamp": timestamp,
                 "message": v.message,
                 "resources": [subject(s)],
-                "properties": {"field": v.field, "action": v.action.as_str()},
+                "properties": properties,
             }));
         }
     }
@@ -157,7 +168,7 @@ pub fn build(report: &Report, api: ReportApi) -> BTreeMap<String, Value> {
                     "fail": count("fail"),
                     "warn": count("warn"),
                     "error": 0,
-                    "skip": 0,
+                    "skip": count("skip"),
                 },
                 "results": results,
             });

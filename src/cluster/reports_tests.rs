@@ -150,6 +150,13 @@ fn services() -> Vec<k8s_openapi::api::core::v1::Service> {
 }
 
 fn report_of(svcs: &[k8s_openapi::api::core::v1::Service]) -> Report {
+    report_granted(svcs, &crate::cluster::audit::Granted::none())
+}
+
+fn report_granted(
+    svcs: &[k8s_openapi::api::core::v1::Service],
+    granted: &crate::cluster::audit::Granted,
+) -> Report {
     let config = cfg("");
     let state = cluster_with(&config, svcs);
     audit(
@@ -157,8 +164,60 @@ fn report_of(svcs: &[k8s_openapi::api::core::v1::Service]) -> Report {
         &config,
         &Versions::from_config(&config),
         &EmptyInventory,
+        granted,
     )
     .0
+}
+
+/// `web/bad`'s address type let through until a week from now.
+fn exempted_report() -> Report {
+    let now = std::time::SystemTime::now();
+    let expires =
+        crate::engine::exceptions::format_time(now + std::time::Duration::from_secs(3 * 24 * 3600));
+    let e = crate::engine::exceptions::Exception::from_value(&json!({
+        "apiVersion": "lbguard.io/v1alpha1", "kind": "LBGuardException",
+        "metadata": {"name": "legacy-lb", "namespace": "web"},
+        "spec": {"services": {"names": ["bad"]}, "rules": ["address-type-value"],
+                 "reason": "the old load balancer goes on Friday", "expires": expires}}))
+    .unwrap()
+    .unwrap();
+    report_granted(
+        &services(),
+        &crate::cluster::audit::Granted {
+            exceptions: &[e],
+            now,
+        },
+    )
+}
+
+#[test]
+fn an_exempted_finding_is_a_skip_naming_the_exception_and_its_reason() {
+    let report = exempted_report();
+    assert_eq!(report.summary.exempted, 1);
+    assert_eq!(report.summary.denied, 2, "shop's two conflicting Services");
+    assert_eq!(report.expiring_exceptions.len(), 1);
+    assert_eq!(report.expiring_exceptions[0].name, "legacy-lb");
+    assert!(
+        !report
+            .counts()
+            .keys()
+            .any(|(rule, _, _)| *rule == "address-type-value")
+    );
+    for api in [ReportApi::WgPolicy, ReportApi::OpenReports] {
+        let built = build(&report, api);
+        let web = &built["web"];
+        assert_eq!(web["summary"]["skip"], 1);
+        assert_eq!(web["summary"]["fail"], 0);
+        let r = &web["results"][0];
+        assert_eq!(r["result"], "skip");
+        assert_eq!(r["rule"], "address-type-value");
+        assert_eq!(r["properties"]["exception"], "web/legacy-lb");
+        assert_eq!(
+            r["properties"]["reason"],
+            "the old load balancer goes on Friday"
+        );
+        assert_schema_valid(api, &built);
+    }
 }
 
 const WG: (&str, &str) = ("wgpolicyk8s.io", "v1alpha2");
@@ -370,10 +429,11 @@ fn the_published_report_schemas_accept_every_report() {
             .exists(),
         "the published report schemas are not installed: run scripts/test"
     );
-    let report = report_of(&services());
     let mut all: Vec<Value> = Vec::new();
-    for api in [ReportApi::WgPolicy, ReportApi::OpenReports] {
-        all.extend(build(&report, api).into_values());
+    for report in [report_of(&services()), exempted_report()] {
+        for api in [ReportApi::WgPolicy, ReportApi::OpenReports] {
+            all.extend(build(&report, api).into_values());
+        }
     }
     let validate = |reports: &[Value]| {
         let mut child = std::process::Command::new("node")

@@ -1,6 +1,7 @@
 //! The pure core: `evaluate` turns an admission input into a verdict, `mutate` into the
 //! desired object. No I/O and no async: every front end (webhook, CLI) calls these.
 
+pub mod exceptions;
 pub mod mutate;
 
 pub use crate::vocab::ctx::{
@@ -70,6 +71,27 @@ pub struct Violation {
     /// Found in the load balancer inventory's facts, which an exported policy cannot read.
     #[serde(skip)]
     pub inventory: bool,
+    /// The other Service the finding names (namespace/name), if any.
+    #[serde(skip)]
+    pub peer: Option<String>,
+    /// The `LBGuardException` that lets this finding through: it neither denies nor fails.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exception: Option<exceptions::Applied>,
+}
+
+impl Violation {
+    /// Denies the request: a deny finding no exception covers.
+    pub fn denies(&self) -> bool {
+        self.action == Action::Deny && self.exception.is_none()
+    }
+
+    /// The line a user sees for it as a warning.
+    pub fn warning(&self) -> String {
+        match &self.exception {
+            Some(e) => format!("{} ({})", self.message, e.describe()),
+            None => self.message.clone(),
+        }
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -86,11 +108,11 @@ pub struct Verdict {
 
 impl Verdict {
     pub fn allowed(&self) -> bool {
-        !self.violations.iter().any(|v| v.action == Action::Deny)
+        !self.violations.iter().any(Violation::denies)
     }
 
     pub fn denials(&self) -> impl Iterator<Item = &Violation> {
-        self.violations.iter().filter(|v| v.action == Action::Deny)
+        self.violations.iter().filter(|v| v.denies())
     }
 
     /// Every line a user should see as `Warning:`.
@@ -101,8 +123,8 @@ impl Verdict {
             .chain(
                 self.violations
                     .iter()
-                    .filter(|v| v.action == Action::Warn)
-                    .map(|v| v.message.clone()),
+                    .filter(|v| v.action == Action::Warn || v.exception.is_some())
+                    .map(Violation::warning),
             )
             .collect()
     }
@@ -300,6 +322,8 @@ fn evaluate_once(
                     action: Action::Deny,
                     field: String::new(),
                     inventory: false,
+                    peer: None,
+                    exception: None,
                     message: format!("[{}] cannot check: the cluster cache is {}s behind (watch broken) and cluster.onStale is deny; retry when lbguard has caught up", rule.id, age.as_secs()),
                 });
             }
@@ -326,6 +350,8 @@ fn evaluate_once(
                 message: format!("[{}] {}", f.rule, f.message),
                 field: f.field,
                 inventory: f.inventory,
+                peer: f.peer,
+                exception: None,
             });
         }
     }
@@ -352,6 +378,8 @@ fn evaluate_once(
             ),
             field: f.field,
             inventory: true,
+            peer: None,
+            exception: None,
         });
     }
     verdict

@@ -239,10 +239,11 @@ fn listener_port_unique(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     };
     for other in others.iter().filter(|o| !o.skip_listener) {
         for clash in port_clashes(&me, other) {
-            out.push(
+            out.push_peer(
                 "spec.ports",
                 format!("{clash} on load balancer \"{id}\" is already taken by Service {}{}; two Services cannot share one listener port; use another port or another load balancer",
                     other.key(), if other.reserved_until.is_some() { " (admitted moments ago)" } else { "" }),
+                other.key(),
             );
         }
     }

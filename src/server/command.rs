@@ -217,6 +217,7 @@ pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
         // A development server never writes to a cluster it may only be looking at.
         config.claims.enabled = false;
         config.audit.events = false;
+        config.exceptions.events = false;
         config.reports.api = crate::vocab::config::ReportsApi::Off;
         if args.use_kubeconfig {
             tracing::info!(

@@ -28,6 +28,16 @@ pub struct AuditLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RuleLabels {
+    pub rule: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct StateLabels {
+    pub state: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
     pub kind: &'static str,
 }
@@ -45,6 +55,10 @@ fn latency_histogram() -> Histogram {
 pub struct Metrics {
     pub requests: Family<RequestLabels, Counter>,
     pub violations: Family<ViolationLabels, Counter>,
+    /// Findings an `LBGuardException` let through, by rule.
+    pub exempted: Family<RuleLabels, Counter>,
+    /// `LBGuardException`s by state (active, expiring within a week, expired), per audit.
+    pub exceptions: Family<StateLabels, Gauge>,
     pub latency: Family<EndpointLabels, Histogram, fn() -> Histogram>,
     pub tls_reloads: Counter,
     pub tls_reload_errors: Counter,
@@ -88,6 +102,18 @@ impl Metrics {
             "violations",
             "Rule findings by rule and action",
             violations.clone(),
+        );
+        let exempted = Family::<RuleLabels, Counter>::default();
+        registry.register(
+            "exempted_findings",
+            "Rule findings an LBGuardException let through, by rule",
+            exempted.clone(),
+        );
+        let exceptions = Family::<StateLabels, Gauge>::default();
+        registry.register(
+            "exceptions",
+            "LBGuardExceptions by state (active, expiring within 7 days, expired), as of the last audit round",
+            exceptions.clone(),
         );
         registry.register(
             "admission_duration_seconds",
@@ -231,6 +257,8 @@ impl Metrics {
             inventory_load_balancers,
             requests,
             violations,
+            exempted,
+            exceptions,
             latency,
             tls_reloads,
             tls_reload_errors,

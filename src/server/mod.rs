@@ -68,6 +68,8 @@ pub struct App {
     pub inflight: Arc<tokio::sync::Semaphore>,
     /// Load balancer facts from the provider's API (`inventory.cloud.enabled`).
     pub cloud: Option<Arc<crate::cloud::Cloud>>,
+    /// The cluster's `LBGuardException`s (empty when standalone or `exceptions.enabled` is off).
+    pub exceptions: Arc<crate::cluster::exceptions::ExceptionStore>,
 }
 
 /// Default `--max-connections`.
@@ -93,6 +95,7 @@ impl App {
             log_decisions: LogDecisions::Findings,
             inflight: Arc::new(tokio::sync::Semaphore::new(MAX_INFLIGHT)),
             cloud: None,
+            exceptions: Arc::default(),
         })
     }
 

@@ -278,6 +278,19 @@ pub async fn start(
                     .inc();
             }),
         );
+        if app.config.exceptions.enabled {
+            let m = Arc::clone(&metrics);
+            crate::cluster::exceptions::spawn(
+                client.clone(),
+                Arc::clone(&app.exceptions),
+                Retry::new(WATCH_RETRY_MIN, Duration::from_secs(30)),
+                Arc::new(move |kind| {
+                    m.watch_errors
+                        .get_or_create(&metrics::KindLabels { kind })
+                        .inc();
+                }),
+            );
+        }
         spawn_audit(Arc::clone(&app), Some(client.clone()));
     }
     if let Some(client) = &opts.client

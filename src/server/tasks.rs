@@ -25,12 +25,28 @@ impl App {
                 .map(|v| v as &dyn crate::vocab::ctx::Inventory),
             snapshot.as_deref(),
         );
+        let exceptions = self.exceptions.snapshot();
+        let granted = crate::cluster::audit::Granted {
+            exceptions: &exceptions,
+            now: std::time::SystemTime::now(),
+        };
         let (report, offending) = audit(
             &self.cluster,
             &self.config,
             &self.versions.load(),
             &inventory,
+            &granted,
         );
+        exceptions_metric(&self.metrics, &exceptions, &self.config, granted.now);
+        for e in &report.expiring_exceptions {
+            tracing::debug!(
+                namespace = %e.namespace,
+                name = %e.name,
+                expires = %e.expires,
+                rules = %e.rules.join(","),
+                "LBGuardException expires within 7 days"
+            );
+        }
         self.metrics.audit_violations.clear();
         for ((rule, action, namespace), n) in report.counts() {
             self.metrics
@@ -46,10 +62,38 @@ impl App {
             checked = report.summary.checked,
             denied = report.summary.denied,
             warned = report.summary.warned,
+            exempted = report.summary.exempted,
             "audit finished"
         );
         self.report.store(Arc::new(report));
         offending
+    }
+}
+
+/// `lbguard_exceptions{state}`: how many exceptions are active, about to expire, expired.
+fn exceptions_metric(
+    metrics: &metrics::Metrics,
+    all: &[crate::engine::exceptions::Exception],
+    config: &crate::config::Config,
+    now: std::time::SystemTime,
+) {
+    use crate::engine::exceptions::{EXPIRING_WITHIN, active, expired, expiring};
+    let counts = [
+        (
+            "active",
+            all.iter().filter(|e| active(e, config, now)).count(),
+        ),
+        (
+            "expiring",
+            expiring(all, config, now, EXPIRING_WITHIN).len(),
+        ),
+        ("expired", expired(all, now).len()),
+    ];
+    for (state, n) in counts {
+        metrics
+            .exceptions
+            .get_or_create(&metrics::StateLabels { state })
+            .set(n as i64);
     }
 }
 
@@ -60,6 +104,7 @@ pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
         return;
     }
     tokio::spawn(async move {
+        let mut announced = std::collections::HashSet::new();
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -73,6 +118,10 @@ pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
             };
             if let (true, Some(client)) = (app.config.audit.events, &client) {
                 events::publish(client, &app, &offending).await;
+            }
+            if let (true, Some(client)) = (app.config.exceptions.events, &client) {
+                let all = app.exceptions.snapshot();
+                events::exceptions_expired(client, &all, &mut announced).await;
             }
             if let Some(client) = &client {
                 let report = app.report.load_full();

@@ -222,6 +222,9 @@ pub struct Finding {
     pub escalated: bool,
     /// Read from the load balancer inventory (an exported policy cannot see it).
     pub inventory: bool,
+    /// The other Service the finding names (namespace/name): an exception covers it only
+    /// when it covers that Service too.
+    pub peer: Option<String>,
 }
 
 /// What rules push into. Knows which rule is running so rules cannot mislabel findings.
@@ -264,6 +267,19 @@ impl Findings {
         }
     }
 
+    /// A violation that involves another Service (namespace/name), such as a shared port.
+    pub fn push_peer(
+        &mut self,
+        field: impl Into<String>,
+        message: impl Into<String>,
+        peer: String,
+    ) {
+        self.add(field.into(), message.into(), false);
+        if let Some(last) = self.items.last_mut() {
+            last.peer = Some(peer);
+        }
+    }
+
     /// Something worth a warning even when the rule denies (e.g. weight 0, unknown version).
     pub fn advise(&mut self, field: impl Into<String>, message: impl Into<String>) {
         self.add(field.into(), message.into(), true);
@@ -295,6 +311,7 @@ impl Findings {
             cloud_error: false,
             escalated: false,
             inventory: false,
+            peer: None,
         });
     }
 

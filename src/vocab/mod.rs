@@ -9,6 +9,7 @@ pub mod checks;
 pub mod config;
 pub mod ctx;
 pub mod duration;
+pub mod exceptions;
 pub mod go;
 pub mod input;
 pub mod lb;

@@ -99,6 +99,31 @@ pub fn values(ca_pem: &str) -> Value {
     values
 }
 
+/// The chart's crds/ (what `helm install` applies first), established.
+async fn install_chart_crds(admin: &kube::Client) {
+    for e in std::fs::read_dir(format!("{CHART}/crds")).unwrap() {
+        let text = std::fs::read_to_string(e.unwrap().path()).unwrap();
+        for doc in lbguard::yaml::documents(&text) {
+            let crd = doc.unwrap();
+            apply_ok(admin, &crd).await;
+            plane::eventually(
+                Duration::from_secs(30),
+                "the chart's CRD is established",
+                || async {
+                    let r = plane::call(admin, "GET", &plane::object_path(&crd), None).await;
+                    r.body["status"]["conditions"]
+                        .as_array()
+                        .into_iter()
+                        .flatten()
+                        .any(|c| c["type"] == "Established" && c["status"] == "True")
+                        .then_some(())
+                },
+            )
+            .await;
+        }
+    }
+}
+
 /// One `lbguard serve` process, talking to one API server.
 pub struct Replica {
     pub addr: SocketAddr,
@@ -134,6 +159,7 @@ impl Install {
         }
         let objects = render(&values);
         plane::namespace(&admin, NS).await;
+        install_chart_crds(&admin).await;
         for kind in [
             "ServiceAccount",
             "ClusterRole",

@@ -30,6 +30,7 @@ mod bench_cloud;
 mod claims;
 mod cloud;
 mod examples;
+mod exceptions;
 mod identity;
 mod map;
 mod metrics;
@@ -99,6 +100,7 @@ fn cases() -> Vec<(&'static str, runner::Case<Env>)> {
         "deletion_protection" => examples::deletion_protection,
         "claims_hold_across_api_servers_and_replicas" => claims::run,
         "reports_pass_the_crd_schemas" => reports::run,
+        "exceptions_unblock_one_service_for_one_rule_until_they_expire" => exceptions::run,
         "exported_policies_agree_with_the_webhook" => vap::run,
         "defaults_as_policies_equal_the_webhook" => map::run,
         "secure_metrics_with_real_token_reviews" => metrics::run,
@@ -242,7 +244,7 @@ async fn run(
             continue;
         }
         // The report CRDs are not part of an envtest download: outside CI they are optional.
-        let needs_crds = name.starts_with("reports");
+        let needs_crds = name.starts_with("reports") || name.starts_with("exceptions");
         if needs_crds && std::env::var_os("LBGUARD_E2E_CRDS").is_none() && !ci {
             println!(
                 "test {name} ... skipped: LBGUARD_E2E_CRDS (the policy report CRDs' directory) is not set"

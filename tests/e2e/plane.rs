@@ -463,6 +463,7 @@ fn resource(api_version: &str, kind: &str) -> (String, &'static str, bool) {
         "CustomResourceDefinition" => ("customresourcedefinitions", false),
         "Report" => ("reports", true),
         "PolicyReport" => ("policyreports", true),
+        "LBGuardException" => ("lbguardexceptions", true),
         other => panic!("no path known for kind {other}"),
     };
     (base, plural, namespaced)

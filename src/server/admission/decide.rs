@@ -37,10 +37,28 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     {
         return false;
     }
-    let tolerate = match old {
+    let mut tolerate = match old {
         Some(old) => app.cluster.clashes(crate::engine::Svc(old)),
         None => Vec::new(),
     };
+    // Services an exception lets this one share a port with (both named for the rule).
+    let shared: Vec<&str> = verdict
+        .violations
+        .iter()
+        .filter(|v| v.rule == "listener-port-unique" && v.exception.is_some())
+        .filter_map(|v| v.peer.as_deref())
+        .collect();
+    if !shared.is_empty() {
+        tolerate.extend(
+            app.cluster
+                .clashes(crate::engine::Svc(svc))
+                .into_iter()
+                .filter(|c| {
+                    c.rsplit_once(" is held by ")
+                        .is_some_and(|(_, holder)| shared.contains(&holder))
+                }),
+        );
+    }
     let Err(conflicts) = app.cluster.reserve(
         crate::engine::Svc(svc),
         crate::cluster::RESERVATION_TTL,
@@ -59,10 +77,43 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
             action,
             field: "spec.ports".into(),
             inventory: false,
+            peer: None,
+            exception: None,
             message: format!("[listener-port-unique] {c} (admitted concurrently, not yet visible in the cluster); use another port or another load balancer"),
         });
     }
     true
+}
+
+/// The Service a request is about, as exceptions match it.
+fn labels_of(input: &Input) -> std::collections::BTreeMap<String, String> {
+    input
+        .object
+        .as_ref()
+        .or(input.old_object.as_ref())
+        .and_then(|s| s.metadata.labels.clone())
+        .unwrap_or_default()
+}
+
+/// Lets through the findings the cluster's `LBGuardException`s cover.
+fn exempt(app: &AppState, input: &Input, verdict: &mut Verdict) {
+    if verdict.violations.is_empty() {
+        return;
+    }
+    let exceptions = app.exceptions.snapshot();
+    let labels = labels_of(input);
+    let subject = crate::engine::exceptions::Subject {
+        namespace: &input.namespace,
+        name: &input.name,
+        labels: &labels,
+    };
+    crate::engine::exceptions::apply(
+        verdict,
+        &subject,
+        &exceptions,
+        &app.config,
+        std::time::SystemTime::now(),
+    );
 }
 
 /// A request read and checked, before it is evaluated.
@@ -74,6 +125,8 @@ pub(super) struct Prepared {
 /// What reading a request gave: an answer already, or a Service to evaluate.
 pub(super) enum Step {
     Done(Box<Result<Answer, Reject>>),
+    /// An `LBGuardException` to check against the config.
+    Exception(Box<super::exception::Review>),
     Ready(Box<Prepared>),
 }
 
@@ -81,23 +134,36 @@ pub(super) enum Step {
 pub(super) fn prepare(bytes: &[u8]) -> Step {
     match read_input(bytes) {
         Ok(p) => Step::Ready(Box::new(p)),
-        Err(done) => Step::Done(done),
+        Err(done) => done,
     }
 }
 
-fn read_input(bytes: &[u8]) -> Result<Prepared, Box<Result<Answer, Reject>>> {
+fn read_input(bytes: &[u8]) -> Result<Prepared, Step> {
+    let done = |r| Step::Done(Box::new(r));
     let (uid, req) = match read_request(bytes) {
         Ok(r) => r,
-        Err((uid, message)) => return Err(Box::new(refuse(uid.as_deref(), message))),
+        Err((uid, message)) => return Err(done(refuse(uid.as_deref(), message))),
     };
+    if req.kind.group == crate::vocab::exceptions::GROUP
+        && req.kind.kind == crate::vocab::exceptions::KIND
+    {
+        return Err(Step::Exception(Box::new(super::exception::Review::new(
+            uid,
+            &req.operation,
+            req.namespace,
+            req.object,
+            req.old_object,
+        ))));
+    }
     if !req.kind.group.is_empty() || req.kind.kind != "Service" {
         // Not ours: allow at once, whatever it is.
-        return Err(Box::new(Ok(Answer {
+        return Err(done(Ok(Answer {
             response: allowed(uid),
             operation: "OTHER",
             rules: vec![],
             namespace: String::new(),
             name: String::new(),
+            labels: Default::default(),
             dry_run: false,
             claims: vec![],
         })));
@@ -108,7 +174,7 @@ fn read_input(bytes: &[u8]) -> Result<Prepared, Box<Result<Answer, Reject>>> {
         "DELETE" => Operation::Delete,
         "CONNECT" => Operation::Connect,
         other => {
-            return Err(Box::new(refuse(
+            return Err(done(refuse(
                 Some(&uid),
                 format!("unknown operation {other:?}"),
             )));
@@ -119,7 +185,7 @@ fn read_input(bytes: &[u8]) -> Result<Prepared, Box<Result<Answer, Reject>>> {
         service(req.old_object, "oldObject"),
     ) {
         (Ok(o), Ok(old)) => (o, old),
-        (Err(e), _) | (_, Err(e)) => return Err(Box::new(refuse(Some(&uid), e))),
+        (Err(e), _) | (_, Err(e)) => return Err(done(refuse(Some(&uid), e))),
     };
     let user = UserInfo {
         username: req.user_info.username.unwrap_or_default(),
@@ -127,7 +193,7 @@ fn read_input(bytes: &[u8]) -> Result<Prepared, Box<Result<Answer, Reject>>> {
     };
     let mut input = match Input::new(operation, object, old_object, user) {
         Ok(i) => i,
-        Err(e) => return Err(Box::new(refuse(Some(&uid), e.to_string()))),
+        Err(e) => return Err(done(refuse(Some(&uid), e.to_string()))),
     };
     input.uid = uid.clone();
     input.dry_run = req.dry_run.unwrap_or(false);
@@ -177,10 +243,18 @@ pub(super) fn decide(
                 &*app.cluster,
                 inventory,
             );
+            exempt(app, &input, &mut verdict);
             if hold_ports(app, &input, &mut verdict) {
                 claims = claims_needed(app, &input, &verdict);
             }
             for v in &verdict.violations {
+                if v.exception.is_some() {
+                    app.metrics
+                        .exempted
+                        .get_or_create(&crate::server::metrics::RuleLabels { rule: v.rule })
+                        .inc();
+                    continue;
+                }
                 app.metrics
                     .violations
                     .get_or_create(&crate::server::metrics::ViolationLabels {
@@ -245,9 +319,11 @@ pub(super) fn decide(
             }
         }
     }
+    let labels = labels_of(&input);
     Ok(Answer {
         response,
         operation: input.operation.as_str(),
+        labels,
         rules,
         namespace: input.namespace,
         name: input.name,
@@ -293,17 +369,57 @@ pub(super) fn apply_claims(
     const RULE: &str = "listener-port-unique";
     let (action, messages) = match outcome {
         Ok(()) => return,
-        Err(ClaimError::Held(held)) => (
-            app.config.action_for(RULE, Action::Deny),
-            held.iter()
-                .map(|(key, holder)| {
-                    format!(
-                        "[{RULE}] {} is held by {holder} (its claim was recorded by another lbguard replica or request); use another port or another load balancer",
-                        key.describe()
+        Err(ClaimError::Held(held)) => {
+            // Both Services named for the rule by exceptions: the port may be shared.
+            let exceptions = app.exceptions.snapshot();
+            let subject = crate::engine::exceptions::Subject {
+                namespace: &answer.namespace,
+                name: &answer.name,
+                labels: &answer.labels,
+            };
+            let now = std::time::SystemTime::now();
+            let allowed_by: Vec<_> = held
+                .iter()
+                .map(|(_, holder)| {
+                    crate::engine::exceptions::shared_port_allowed(
+                        &subject,
+                        holder,
+                        &exceptions,
+                        &app.config,
+                        now,
                     )
                 })
-                .collect::<Vec<_>>(),
-        ),
+                .collect();
+            let exempted = allowed_by.iter().all(Option::is_some);
+            let action = app.config.action_for(RULE, Action::Deny);
+            let messages = held
+                .iter()
+                .zip(&allowed_by)
+                .map(|((key, holder), by)| {
+                    let what = format!(
+                        "[{RULE}] {} is held by {holder} (its claim was recorded by another lbguard replica or request)",
+                        key.describe()
+                    );
+                    match by {
+                        Some(e) if exempted => format!("{what} ({})", e.describe()),
+                        _ => format!("{what}; use another port or another load balancer"),
+                    }
+                })
+                .collect::<Vec<_>>();
+            if exempted && action != Action::Off {
+                app.metrics
+                    .exempted
+                    .get_or_create(&crate::server::metrics::RuleLabels { rule: RULE })
+                    .inc();
+                answer
+                    .response
+                    .warnings
+                    .get_or_insert_with(Vec::new)
+                    .extend(messages);
+                return;
+            }
+            (action, messages)
+        }
         Err(ClaimError::Unavailable(e)) => {
             let ports: Vec<String> = keys.iter().map(|k| k.describe()).collect();
             match app.config.claims.on_error {

@@ -5,6 +5,7 @@
 
 mod decide;
 mod decode;
+mod exception;
 
 use std::time::Instant;
 
@@ -74,6 +75,8 @@ struct Answer {
     rules: Vec<&'static str>,
     namespace: String,
     name: String,
+    /// The Service's labels, for exceptions that select by label.
+    labels: std::collections::BTreeMap<String, String>,
     dry_run: bool,
     /// Listener claims to take before the allowed answer goes out.
     claims: Vec<crate::claims::ClaimKey>,
@@ -130,6 +133,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
     let step = span.in_scope(|| prepare(&bytes));
     let answer = match step {
         Step::Done(r) => *r,
+        Step::Exception(r) => Ok(exception::review(&app, *r)),
         Step::Ready(p) => {
             let view = match &app.cloud {
                 Some(cloud) => {
@@ -260,6 +264,7 @@ fn refuse(uid: Option<&str>, message: String) -> Result<Answer, Reject> {
                 rules: vec![],
                 namespace: String::new(),
                 name: String::new(),
+                labels: Default::default(),
                 dry_run: false,
                 claims: vec![],
             })

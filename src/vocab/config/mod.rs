@@ -58,6 +58,9 @@ pub struct Config {
     /// Rule id to action (`engine::parse_config` checks the ids).
     pub rules: BTreeMap<String, Action>,
     pub exemptions: Exemptions,
+    /// `LBGuardException` objects: how far ahead they may expire, which rules they may not
+    /// cover.
+    pub exceptions: crate::vocab::exceptions::ExceptionsConfig,
     pub deletion_protection: DeletionProtection,
     pub defaults: Defaults,
     pub inventory: InventoryConfig,

@@ -15,6 +15,7 @@ impl Config {
                 ProviderChoice::Auto => None,
             },
         );
+        problems.extend(self.exceptions.problems());
         if let Some(v) = &self.cluster.version
             && let Err(e) = v.parse::<KubeVersion>()
         {

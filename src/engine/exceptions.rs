@@ -1,0 +1,266 @@
+//! `LBGuardException`s: what one must hold to be admitted, whether it covers a Service's
+//! finding now, and marking the findings it covers. Pure: the caller passes the time.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, SystemTime};
+
+use serde::Serialize;
+
+use super::Verdict;
+use crate::rules::registry;
+use crate::vocab::config::Config;
+pub use crate::vocab::exceptions::{Exception, format_time, parse_time};
+use crate::vocab::exceptions::{KIND, WILDCARD};
+
+/// The rule whose findings involve two Services: an exception covers such a finding only
+/// when the other Service is named by an exception for it too.
+const SHARED_PORT_RULE: &str = "listener-port-unique";
+
+/// How far ahead the audit looks for exceptions about to expire.
+pub const EXPIRING_WITHIN: Duration = Duration::from_secs(7 * 24 * 3600);
+
+/// The exception that covers a finding, as reports and messages show it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Applied {
+    pub namespace: String,
+    pub name: String,
+    pub reason: String,
+    pub expires: String,
+}
+
+impl Applied {
+    pub fn key(&self) -> String {
+        format!("{}/{}", self.namespace, self.name)
+    }
+
+    /// `allowed by LBGuardException shop/x until 2026-12-09T00:00:00Z: reason`.
+    pub fn describe(&self) -> String {
+        format!(
+            "allowed by {KIND} {} until {}: {}",
+            self.key(),
+            self.expires,
+            self.reason
+        )
+    }
+}
+
+/// Everything that keeps an exception from being admitted at `now`, each naming its field.
+pub fn problems(e: &Exception, config: &Config, now: SystemTime) -> Vec<String> {
+    let cfg = &config.exceptions;
+    let mut out = Vec::new();
+    if e.spec.reason.trim().is_empty() {
+        out.push("spec.reason: required: say why the rule does not fit these Services".into());
+    }
+    match parse_time(&e.spec.expires) {
+        _ if e.spec.expires.is_empty() => out.push(format!(
+            "spec.expires: required: an RFC 3339 time at most {} days ahead (exceptions.maxDays)",
+            cfg.max_days
+        )),
+        Err(err) => out.push(format!("spec.expires: {err}")),
+        Ok(t) if t <= now => out.push(format!(
+            "spec.expires: {} is not in the future",
+            e.spec.expires
+        )),
+        Ok(t) if t > now + cfg.max_age() => out.push(format!(
+            "spec.expires: {} is more than {} days ahead (exceptions.maxDays: {}); set an earlier time and renew it if it is still needed then",
+            e.spec.expires, cfg.max_days, cfg.max_days
+        )),
+        Ok(_) => {}
+    }
+    if e.spec.rules.is_empty() {
+        out.push("spec.rules: required: the rule ids to let through (run `lbguard rules`)".into());
+    }
+    for (i, rule) in e.spec.rules.iter().enumerate() {
+        if rule == WILDCARD {
+            if !cfg.allow_wildcard {
+                out.push(format!(
+                    "spec.rules[{i}]: \"*\" (every rule) is not allowed (exceptions.allowWildcard is false); name the rules"
+                ));
+            }
+        } else if !registry().iter().any(|r| r.id == rule.as_str()) {
+            out.push(format!(
+                "spec.rules[{i}]: unknown rule id \"{rule}\" (run `lbguard rules` for the list)"
+            ));
+        } else if cfg.not_exemptable.iter().any(|n| n == rule) {
+            out.push(format!(
+                "spec.rules[{i}]: \"{rule}\" cannot be exempted (exceptions.notExemptable)"
+            ));
+        }
+    }
+    let services = &e.spec.services;
+    if services.names.is_empty() && services.selector.is_none() {
+        out.push("spec.services: required: names, a selector, or both".into());
+    }
+    for (i, n) in services.names.iter().enumerate() {
+        if n.is_empty() {
+            out.push(format!("spec.services.names[{i}]: empty name"));
+        }
+    }
+    if let Some(sel) = &services.selector {
+        match kube::core::Selector::try_from(sel.clone()) {
+            Err(err) => out.push(format!("spec.services.selector: {err}")),
+            Ok(s) if s.selects_all() && !cfg.allow_wildcard => out.push(
+                "spec.services.selector: an empty selector matches every Service in the namespace (exceptions.allowWildcard is false); give labels".into(),
+            ),
+            Ok(_) => {}
+        }
+    }
+    out
+}
+
+/// Whether `e` covers anything at `now`: not expired, and its expiry within the config's cap
+/// of its creation (an object created while lbguard did not check it gets no more).
+pub fn active(e: &Exception, config: &Config, now: SystemTime) -> bool {
+    let Some(expires) = e.expires() else {
+        return false;
+    };
+    let created = e.created.unwrap_or(now);
+    now < expires
+        && expires <= created + config.exceptions.max_age()
+        && !e.spec.reason.trim().is_empty()
+}
+
+fn covers_rule(e: &Exception, rule: &str, config: &Config) -> bool {
+    let cfg = &config.exceptions;
+    !cfg.not_exemptable.iter().any(|n| n == rule)
+        && e.spec
+            .rules
+            .iter()
+            .any(|r| r == rule || (r == WILDCARD && cfg.allow_wildcard))
+}
+
+fn names(e: &Exception, namespace: &str, name: &str) -> bool {
+    e.namespace == namespace && e.spec.services.names.iter().any(|n| n == name)
+}
+
+fn covers_service(
+    e: &Exception,
+    config: &Config,
+    namespace: &str,
+    name: &str,
+    labels: &BTreeMap<String, String>,
+) -> bool {
+    if e.namespace != namespace {
+        return false;
+    }
+    let selector = e.spec.services.selector.as_ref().and_then(|s| {
+        kube::core::Selector::try_from(s.clone())
+            .ok()
+            .filter(|s| !s.selects_all() || config.exceptions.allow_wildcard)
+    });
+    names(e, namespace, name) || (selector.is_some() && e.selects(labels))
+}
+
+/// The Service a finding is about.
+pub struct Subject<'a> {
+    pub namespace: &'a str,
+    pub name: &'a str,
+    pub labels: &'a BTreeMap<String, String>,
+}
+
+/// Marks every finding of `verdict` that an active exception covers. A finding that names
+/// another Service (a shared listener port) is covered only when an active exception in
+/// that Service's namespace names it for the same rule.
+pub fn apply(
+    verdict: &mut Verdict,
+    subject: &Subject,
+    exceptions: &[Exception],
+    config: &Config,
+    now: SystemTime,
+) {
+    if exceptions.is_empty() {
+        return;
+    }
+    let live: Vec<&Exception> = exceptions
+        .iter()
+        .filter(|e| active(e, config, now))
+        .collect();
+    for v in verdict
+        .violations
+        .iter_mut()
+        .filter(|v| v.exception.is_none())
+    {
+        let Some(e) = live.iter().find(|e| {
+            covers_rule(e, v.rule, config)
+                && covers_service(e, config, subject.namespace, subject.name, subject.labels)
+        }) else {
+            continue;
+        };
+        if let Some(peer) = &v.peer
+            && !peer_covered(&live, peer, v.rule, config)
+        {
+            continue;
+        }
+        v.exception = Some(Applied {
+            namespace: e.namespace.clone(),
+            name: e.name.clone(),
+            reason: e.spec.reason.trim().to_string(),
+            expires: e
+                .expires()
+                .map_or_else(|| e.spec.expires.clone(), format_time),
+        });
+    }
+}
+
+/// Whether an active exception names `peer` (namespace/name) for `rule`.
+pub fn peer_covered(live: &[&Exception], peer: &str, rule: &str, config: &Config) -> bool {
+    let Some((ns, name)) = peer.split_once('/') else {
+        return false;
+    };
+    live.iter()
+        .any(|e| covers_rule(e, rule, config) && names(e, ns, name))
+}
+
+/// Whether the exceptions let `subject` share a listener port with `holder` (namespace/name):
+/// both named for `listener-port-unique` by active exceptions.
+pub fn shared_port_allowed(
+    subject: &Subject,
+    holder: &str,
+    exceptions: &[Exception],
+    config: &Config,
+    now: SystemTime,
+) -> Option<Applied> {
+    let live: Vec<&Exception> = exceptions
+        .iter()
+        .filter(|e| active(e, config, now))
+        .collect();
+    let mine = live.iter().find(|e| {
+        covers_rule(e, SHARED_PORT_RULE, config)
+            && covers_service(e, config, subject.namespace, subject.name, subject.labels)
+    })?;
+    peer_covered(&live, holder, SHARED_PORT_RULE, config).then(|| Applied {
+        namespace: mine.namespace.clone(),
+        name: mine.name.clone(),
+        reason: mine.spec.reason.trim().to_string(),
+        expires: mine
+            .expires()
+            .map_or_else(|| mine.spec.expires.clone(), format_time),
+    })
+}
+
+/// Exceptions still active that expire within `within` of `now`, soonest first.
+pub fn expiring<'a>(
+    exceptions: &'a [Exception],
+    config: &Config,
+    now: SystemTime,
+    within: Duration,
+) -> Vec<&'a Exception> {
+    let mut out: Vec<&Exception> = exceptions
+        .iter()
+        .filter(|e| active(e, config, now) && e.expires().is_some_and(|t| t <= now + within))
+        .collect();
+    out.sort_by_key(|e| e.expires());
+    out
+}
+
+/// Exceptions whose time is over at `now`.
+pub fn expired(exceptions: &[Exception], now: SystemTime) -> Vec<&Exception> {
+    exceptions
+        .iter()
+        .filter(|e| e.expires().is_some_and(|t| t <= now))
+        .collect()
+}
+
+#[cfg(test)]
+#[path = "exceptions_tests.rs"]
+mod tests;
