@@ -62,7 +62,7 @@ fn an_exception_lets_the_finding_through_and_every_output_shows_it() {
     assert!(out.contains(": exempt [address-type-value]"), "{out}");
     assert!(
         out.contains(&format!(
-            "(allowed by LBGuardException shop/friday until {until}: the public LB is replaced on Friday)"
+            "(allowed by LBGuardException shop/friday until {until}, reason: the public LB is replaced on Friday)"
         )),
         "{out}"
     );

@@ -33,10 +33,10 @@ impl Applied {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// `allowed by LBGuardException shop/x until 2026-12-09T00:00:00Z: reason`.
+    /// `allowed by LBGuardException shop/x until 2026-12-09T00:00:00Z, reason: the reason`.
     pub fn describe(&self) -> String {
         format!(
-            "allowed by {KIND} {} until {}: {}",
+            "allowed by {KIND} {} until {}, reason: {}",
             self.key(),
             self.expires,
             self.reason

@@ -71,7 +71,7 @@ fn a_covering_exception_turns_the_denial_into_a_warning_that_names_it() {
     let w = v.warnings();
     assert!(
         w.iter().any(|w| w.starts_with("[address-type-value]")
-            && w.ends_with("(allowed by LBGuardException shop/x until 2026-12-09T00:00:00Z: migration to the new LB)")),
+            && w.ends_with("(allowed by LBGuardException shop/x until 2026-12-09T00:00:00Z, reason: migration to the new LB)")),
         "{w:#?}"
     );
     assert_eq!(v.denial_message(), None);

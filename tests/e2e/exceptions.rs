@@ -195,7 +195,7 @@ pub async fn run(env: &mut Env) {
     let expires = at(lbguard::engine::exceptions::parse_time(&at(soon)).unwrap());
     assert!(
         r.warnings.iter().any(|w| w.starts_with("[address-type-value]")
-            && w.ends_with(&format!("(allowed by LBGuardException {NS}/first until {expires}: the old load balancer is replaced this week)"))),
+            && w.ends_with(&format!("(allowed by LBGuardException {NS}/first until {expires}, reason: the old load balancer is replaced this week)"))),
         "{:#?}",
         r.warnings
     );
