@@ -1,4 +1,4 @@
-"""Helm's own Go SDK (helm-python-sdk) for the chart tests in tests/chart.rs.
+"""Helm's own Go SDK (helm-python-sdk) for the chart tests in tests/chart/.
 
 usage: helm.py render|lint|schema CHART_DIR VALUES_JSON [NAMESPACE]
 Prints one JSON document: the rendered templates, the lint report, or the schema verdict.

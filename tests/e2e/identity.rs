@@ -2,7 +2,7 @@
 //! projected ServiceAccount token with RRSA's audience, the role's variables, and no access key
 //! anywhere in the cluster. The token comes from the real API server's TokenRequest (what the
 //! kubelet asks for the projected volume), is exchanged at the STS stand-in (which the
-//! Alibaba SDK's own RRSA provider accepts, tests/identity_alibaba_volc.rs), and the temporary
+//! Alibaba SDK's own RRSA provider accepts, tests/identity_alibaba_volc/), and the temporary
 //! credentials sign the load balancer calls the mock cloud checks with the SDK's signer,
 //! security token included. Through both API servers: `lb-exists` denies a typo, and the
 //! address-type default comes from the cloud.

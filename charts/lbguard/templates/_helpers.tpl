@@ -161,7 +161,7 @@ The Services lbguard checks, as CEL for the webhooks' matchConditions: neither o
 LoadBalancer, or one that a controller of the provider serves (spec.loadBalancerClass, and
 ACK's class and tunnel annotations; ACK's NLB class, VKE's published controller's class).
 The same text as `lbguard export-vap`'s
-served-by-provider condition (src/vap/route.rs); tests/chart.rs compares them.
+served-by-provider condition (src/vap/route.rs); tests/chart/ compares them.
 */}}
 {{- define "lbguard.ours" -}}
 {{- $p := toString .Values.provider -}}

@@ -1,6 +1,6 @@
 //! The expected values are what each cloud's official Python SDK computes for the same
 //! request (tests/cloud/vectors.py prints them); the mock cloud checks live requests the
-//! same way (tests/cloud.rs).
+//! same way (tests/cloud/).
 
 use super::*;
 

@@ -1,0 +1,135 @@
+//! `export-vap`: pinned output, types, list, ids and bad input.
+
+use super::*;
+
+const PINNED: [&str; 8] = [
+    "export-vap",
+    "--provider",
+    "ctyun",
+    "--cluster-version",
+    "v1.29.15",
+    "--ccm-version",
+    "v0.9.0",
+    "--output=yaml",
+];
+
+/// One provider's policies are pinned: a change to any exported rule's CEL shows in review
+/// (scripts/rules-table regenerates the file).
+#[test]
+fn export_vap_output_is_pinned_for_ctyun() {
+    let out = lbguard(&PINNED, None);
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let want = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/vap-ctyun.yaml"),
+    )
+    .unwrap();
+    assert!(
+        String::from_utf8_lossy(&out.stdout) == want,
+        "export-vap output changed: run scripts/rules-table and review tests/fixtures/vap-ctyun.yaml"
+    );
+}
+
+#[test]
+fn export_vap_yaml_parses_into_the_admissionregistration_types() {
+    use k8s_openapi::api::admissionregistration::v1::{
+        ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding,
+    };
+    let out = lbguard(&PINNED, None);
+    let docs = lbguard::yaml::documents(&String::from_utf8_lossy(&out.stdout));
+    let (mut policies, mut bindings) = (Vec::new(), Vec::new());
+    for d in docs {
+        let d = d.unwrap();
+        match d["kind"].as_str() {
+            Some("ValidatingAdmissionPolicy") => {
+                policies.push(serde_json::from_value::<ValidatingAdmissionPolicy>(d).unwrap())
+            }
+            Some("ValidatingAdmissionPolicyBinding") => bindings
+                .push(serde_json::from_value::<ValidatingAdmissionPolicyBinding>(d).unwrap()),
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert_eq!(policies.len(), bindings.len());
+    let names: Vec<String> = policies
+        .iter()
+        .map(|p| p.metadata.name.clone().unwrap())
+        .collect();
+    // The cluster is older than 1.30 and the CCM older than 1.0: the version rules are in.
+    for rule in [
+        "ip-mode-version",
+        "annotation-ccm-version",
+        "ip-mode-value",
+        "lb-id-immutable",
+    ] {
+        assert!(names.contains(&format!("lbguard-{rule}")), "{names:?}");
+    }
+    for p in &policies {
+        let spec = p.spec.as_ref().unwrap();
+        for v in spec.validations.as_ref().unwrap() {
+            let id = p
+                .metadata
+                .name
+                .as_ref()
+                .unwrap()
+                .trim_start_matches("lbguard-");
+            let m = v.message_expression.as_ref().unwrap();
+            assert!(m.starts_with(&format!("'[{id}] ")), "{m}");
+        }
+    }
+    // Warn rules bind with Warn.
+    let b = bindings
+        .iter()
+        .find(|b| b.metadata.name.as_deref() == Some("lbguard-annotation-ccm-version"))
+        .unwrap();
+    assert_eq!(
+        b.spec.as_ref().unwrap().validation_actions,
+        Some(vec!["Warn".to_string()])
+    );
+}
+
+#[test]
+fn export_vap_list_ids_json_and_bad_input() {
+    let out = lbguard(&["export-vap", "--list"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("lb-id-immutable"), "{text}");
+    assert!(
+        text.contains("listener-port-unique               not exported: reads the cluster view"),
+        "{text}"
+    );
+    assert!(
+        text.contains(
+            "ip-mode-version                    not exported: the cluster version is unknown"
+        ),
+        "{text}"
+    );
+    let out = lbguard(&["export-vap", "--provider", "volcengine", "--ids"], None);
+    let ids = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        ids.trim().split(',').any(|i| i == "server-group-immutable"),
+        "{ids}"
+    );
+    let out = lbguard(
+        &["export-vap", "--output", "json", "--rules", "weight-range"],
+        None,
+    );
+    let doc = json(&out);
+    assert_eq!(doc["kind"], "List");
+    // The rule's policy and binding, and its advice pair (weight 0 warns).
+    let names: Vec<&str> = doc["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o["metadata"]["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        names,
+        [
+            "lbguard-weight-range",
+            "lbguard-weight-range",
+            "lbguard-weight-range-advice",
+            "lbguard-weight-range-advice"
+        ]
+    );
+    let out = lbguard(&["export-vap", "--rules", "no-such-rule"], None);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(stderr(&out).contains("no-such-rule"));
+}
