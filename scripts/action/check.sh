@@ -22,6 +22,11 @@ case "$output" in
   *) echo "::error title=lbguard::output is '$output'; use sarif, json, junit or text" >&2; exit 2 ;;
 esac
 report=${LBGUARD_OUTPUT_FILE:-lbguard.$ext}
+# The counts come from the JSON summary; every GitHub-hosted runner has jq.
+if [ "$level" = warn ] && ! command -v jq >/dev/null; then
+  echo "::error title=lbguard::failure-level warn needs jq on the runner" >&2
+  exit 2
+fi
 
 args=()
 [ -z "${LBGUARD_CONFIG:-}" ] || args+=(--config "$LBGUARD_CONFIG")
