@@ -317,3 +317,96 @@ fn the_static_linux_binary_needs_nothing_from_the_system() {
     assert_eq!(run("/good.yaml").status.code(), Some(0));
     assert_eq!(run("/missing.yaml").status.code(), Some(2));
 }
+
+/// CHANGELOG.md as its header says: Keep a Changelog's headings, and a "Changed verdicts"
+/// list whose every entry names registered rules (or all of them) and says why.
+#[test]
+fn the_changelog_names_each_changed_verdicts_rule_and_why() {
+    let changelog = std::fs::read_to_string(format!("{ROOT}/CHANGELOG.md")).unwrap();
+    let rules = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .arg("rules")
+        .output()
+        .unwrap();
+    let rules = text(&rules.stdout);
+    let ids: Vec<&str> = rules
+        .lines()
+        .skip(1)
+        .filter_map(|l| l.split_whitespace().next())
+        .collect();
+    assert!(ids.len() > 20, "{rules}");
+
+    assert!(changelog.starts_with("# Changelog\n"));
+    const ORDER: [&str; 7] = [
+        "Changed verdicts",
+        "Added",
+        "Changed",
+        "Deprecated",
+        "Removed",
+        "Fixed",
+        "Security",
+    ];
+    let mut releases = Vec::new();
+    let mut kinds: Vec<usize> = Vec::new();
+    let mut kind = "";
+    let mut bullets: Vec<String> = Vec::new();
+    for line in changelog.lines() {
+        if let Some(h) = line.strip_prefix("## ") {
+            let (name, date) = h.split_once(" - ").unwrap_or((h, ""));
+            let name = name.trim_start_matches('[').trim_end_matches(']');
+            if name != "Unreleased" {
+                let numbers: Vec<&str> = name.split('.').collect();
+                assert!(
+                    numbers.len() == 3 && numbers.iter().all(|n| n.parse::<u64>().is_ok()),
+                    "{line}"
+                );
+                let d: Vec<&str> = date.split('-').collect();
+                assert!(
+                    d.len() == 3 && d.iter().all(|n| n.parse::<u32>().is_ok()),
+                    "{line}"
+                );
+            }
+            releases.push(name.to_string());
+            kinds.clear();
+        } else if let Some(h) = line.strip_prefix("### ") {
+            let at = ORDER
+                .iter()
+                .position(|k| *k == h)
+                .unwrap_or_else(|| panic!("unknown heading: {line}"));
+            assert!(kinds.last().is_none_or(|&l| l < at), "out of order: {line}");
+            kinds.push(at);
+            kind = ORDER[at];
+        } else if kind == "Changed verdicts" {
+            if line.starts_with("- ") {
+                bullets.push(line.to_string());
+            } else if line.starts_with("  ") {
+                let last = bullets.last_mut().expect("a bullet");
+                last.push(' ');
+                last.push_str(line.trim());
+            }
+        }
+    }
+    assert_eq!(releases.first().map(String::as_str), Some("Unreleased"));
+    for release in &releases {
+        assert!(
+            changelog.contains(&format!("\n[{release}]: https://")),
+            "no link for [{release}]"
+        );
+    }
+    assert!(!bullets.is_empty());
+    for bullet in &bullets {
+        assert!(bullet.contains(" Why: "), "no why: {bullet}");
+        let head = &bullet[2..];
+        if head.starts_with("All rules: ") {
+            continue;
+        }
+        // `rule-a`, `rule-b` (Provider): ...
+        let names = head.split(" (").next().unwrap_or_default();
+        for name in names.split(", ") {
+            let id = name.trim_matches('`');
+            assert!(
+                name.starts_with('`') && ids.contains(&id),
+                "not a rule id: {name} in {bullet}"
+            );
+        }
+    }
+}
