@@ -156,14 +156,15 @@ struct Run {
     out: Output,
     github_path: String,
     github_output: String,
+    /// The runner's directories, kept while the caller runs what was installed there.
+    _runner: Option<tempfile::TempDir>,
 }
 
 /// scripts/action/install.sh on a runner of `os`/`arch`, with the step's environment.
 fn install(os: &str, arch: &str, env: &[(&str, &str)]) -> Run {
-    // Kept: the installed binary must outlive this function for the caller's checks.
-    let runner = tempfile::tempdir().unwrap().keep();
-    let (path, output) = (runner.join("path"), runner.join("output"));
-    let temp = runner.join("temp");
+    let runner = tempfile::tempdir().unwrap();
+    let (path, output) = (runner.path().join("path"), runner.path().join("output"));
+    let temp = runner.path().join("temp");
     std::fs::create_dir(&temp).unwrap();
     let mut cmd = Command::new(format!("{ROOT}/scripts/action/install.sh"));
     cmd.env("RUNNER_OS", os)
@@ -190,6 +191,7 @@ fn install(os: &str, arch: &str, env: &[(&str, &str)]) -> Run {
         github_path: read(&path),
         github_output: read(&output),
         out,
+        _runner: Some(runner),
     }
 }
 
@@ -341,6 +343,7 @@ fn check(dir: &Path, env: &[(&str, &str)]) -> Run {
         github_output: std::fs::read_to_string(&output).unwrap_or_default(),
         github_path: String::new(),
         out,
+        _runner: None,
     }
 }
 
