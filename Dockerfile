@@ -21,6 +21,9 @@ RUN apt-get update \
 COPY --from=build /src/target/release/lbguard /usr/local/bin/lbguard
 # The chart runs it as 65532 with a read-only root filesystem; it writes nothing.
 USER 65532:65532
+# The image as the CLI: `podman run -v "$PWD:/manifests:ro" IMAGE check .` names files as the
+# repository does (what code scanning matches SARIF results against).
+WORKDIR /manifests
 EXPOSE 8443 9090
 ENTRYPOINT ["/usr/local/bin/lbguard"]
 CMD ["serve", "--tls-cert=/etc/lbguard/tls/tls.crt", "--tls-key=/etc/lbguard/tls/tls.key"]

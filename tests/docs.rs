@@ -231,8 +231,12 @@ fn lbguard_flags() -> BTreeSet<String> {
     out
 }
 
-/// Flags of the other tools the docs show (helm, kubectl, cargo, curl, podman, cosign).
+/// Flags of the other tools the docs show (helm, kubectl, cargo, curl, podman, cosign, gh).
 const EXTERNAL: &[&str] = &[
+    // cosign verify-blob's signature bundle and gh attestation verify's repository
+    // (check.md's release binaries).
+    "--bundle",
+    "--repo",
     "--version",
     "--node",
     "--for",

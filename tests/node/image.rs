@@ -151,3 +151,68 @@ pub async fn by_hand(node: &mut Node) {
     );
     assert!(logs.contains("stopped"), "{logs}");
 }
+
+/// The image as the CLI, as the book's CI page writes it: `podman run --rm -v
+/// "$PWD:/manifests:ro" IMAGE check /manifests`. The image's user (65532) reads the mounted
+/// manifests, and `check`'s exit codes (0 admitted, 1 denied, 2 unreadable) pass through.
+pub async fn as_cli(node: &mut Node) {
+    let repo = node.dir.join("cli-manifests");
+    let bad_dir = repo.join("bad");
+    let good_dir = repo.join("good");
+    for (dir, files) in [
+        (
+            &bad_dir,
+            &[
+                ("bad.yaml", "alibaba/bad-address-type-value.yaml"),
+                ("good.yaml", "alibaba/good-nlb.yaml"),
+            ][..],
+        ),
+        (&good_dir, &[("good.yaml", "alibaba/good-nlb.yaml")][..]),
+    ] {
+        std::fs::create_dir_all(dir).unwrap();
+        for (name, example) in files {
+            std::fs::copy(format!("{ROOT}/examples/{example}"), dir.join(name)).unwrap();
+        }
+    }
+    // A checkout as git leaves it: directories 0755, files 0644, owned by someone else.
+    node.ok(&format!(
+        "chmod -R u=rwX,go=rX {0} && chown -R 1000:1000 {0}",
+        repo.display()
+    ));
+    let run = |dir: &std::path::Path, args: &str| {
+        let out = node.sh(&format!(
+            "cd {} && podman run --rm -v \"$PWD:/manifests:ro\" {} {args}; echo \"exit=$?\"",
+            dir.display(),
+            node.image
+        ));
+        let (text, code) = out.text.trim_end().rsplit_once("exit=").unwrap_or_default();
+        (text.to_string(), code.trim().to_string())
+    };
+
+    let (text, code) = run(&bad_dir, "check /manifests");
+    assert_eq!(code, "1", "{text}");
+    assert!(
+        text.contains("/manifests/bad.yaml:7:5: deny [address-type-value]"),
+        "{text}"
+    );
+    assert!(text.contains("ALLOWED shop/gateway"), "{text}");
+    let (text, code) = run(&good_dir, "check /manifests");
+    assert_eq!(code, "0", "{text}");
+    let (text, code) = run(&good_dir, "check /manifests/missing.yaml");
+    assert_eq!(code, "2", "{text}");
+    assert!(text.contains("/manifests/missing.yaml"), "{text}");
+
+    // The working directory is /manifests: `check .` names files as the repository does,
+    // which is what code scanning matches a SARIF result's file against.
+    let (text, code) = run(&bad_dir, "check --output sarif .");
+    assert_eq!(code, "1", "{text}");
+    let sarif: serde_json::Value =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{e}: {text}"));
+    let uri = &sarif["runs"][0]["results"][0]["locations"][0]["physicalLocation"]["artifactLocation"]
+        ["uri"];
+    assert!(
+        uri.as_str()
+            .is_some_and(|u| u.trim_start_matches("./") == "bad.yaml"),
+        "{uri}"
+    );
+}

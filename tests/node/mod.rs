@@ -113,6 +113,7 @@ fn cases() -> Vec<(&'static str, crate::runner::Case<Node>)> {
     crate::runner::cases![
         "image_as_built" => image::as_built,
         "image_run_by_hand" => image::by_hand,
+        "image_as_the_cli" => image::as_cli,
         "chart_with_a_secret_certificate" => chart::secret_mode,
         "chart_generated_certificate_drain_upgrade_uninstall" => chart::generate_mode,
         "chart_cloud_workload_identity" => cloud::workload_identity,
