@@ -408,9 +408,14 @@ fn options_change_the_webhooks() {
 /// and not at all without a mark or with protectDeletion off.
 #[test]
 fn delete_is_sent_only_for_protected_services() {
-    let webhook = |values: Value| render(values).kind("ValidatingWebhookConfiguration")[0]["webhooks"][0].clone();
+    let webhook = |values: Value| {
+        render(values).kind("ValidatingWebhookConfiguration")[0]["webhooks"][0].clone()
+    };
     let w = webhook(json!({}));
-    assert_eq!(w["rules"][0]["operations"], json!(["CREATE", "UPDATE", "DELETE"]));
+    assert_eq!(
+        w["rules"][0]["operations"],
+        json!(["CREATE", "UPDATE", "DELETE"])
+    );
     let cond = w["matchConditions"]
         .as_array()
         .unwrap()
@@ -418,17 +423,36 @@ fn delete_is_sent_only_for_protected_services() {
         .find(|c| c["name"] == "delete-only-if-protected")
         .expect("a condition for DELETE");
     let expr = cond["expression"].as_str().unwrap();
-    assert!(expr.contains("oldObject.metadata.annotations['lbguard.io/deletion-protection'] == 'true'"), "{expr}");
-    let w = webhook(json!({"config": {"deletionProtection": {"annotation": null, "label": "example.com/keep"}}}));
-    let expr = w["matchConditions"].as_array().unwrap().last().unwrap()["expression"].as_str().unwrap().to_string();
-    assert!(expr.contains("oldObject.metadata.labels['example.com/keep']") && !expr.contains("annotations"), "{expr}");
+    assert!(
+        expr.contains("oldObject.metadata.annotations['lbguard.io/deletion-protection'] == 'true'"),
+        "{expr}"
+    );
+    let w = webhook(
+        json!({"config": {"deletionProtection": {"annotation": null, "label": "example.com/keep"}}}),
+    );
+    let expr = w["matchConditions"].as_array().unwrap().last().unwrap()["expression"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(
+        expr.contains("oldObject.metadata.labels['example.com/keep']")
+            && !expr.contains("annotations"),
+        "{expr}"
+    );
     for values in [
         json!({"webhook": {"protectDeletion": false}}),
         json!({"config": {"deletionProtection": {"annotation": null, "label": null}}}),
     ] {
         let w = webhook(values.clone());
-        assert_eq!(w["rules"][0]["operations"], json!(["CREATE", "UPDATE"]), "{values}");
-        assert!(!w["matchConditions"].to_string().contains("DELETE"), "{values}");
+        assert_eq!(
+            w["rules"][0]["operations"],
+            json!(["CREATE", "UPDATE"]),
+            "{values}"
+        );
+        assert!(
+            !w["matchConditions"].to_string().contains("DELETE"),
+            "{values}"
+        );
     }
 }
 
