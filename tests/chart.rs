@@ -429,6 +429,26 @@ fn delete_is_sent_only_for_protected_services() {
         .find(|c| c["name"] == "delete-only-if-protected")
         .expect("a condition for DELETE");
     let expr = cond["expression"].as_str().unwrap();
+    // What the API server decides with it: only a DELETE of a marked Service is sent.
+    let sent = |op: &str, annotations: Value| {
+        let old = json!({"metadata": {"name": "web", "annotations": annotations}, "spec": {"type": "LoadBalancer"}});
+        let mut ctx = cel::Context::default();
+        ctx.add_variable("oldObject", cel::to_value(&old).unwrap())
+            .unwrap();
+        ctx.add_variable("request", cel::to_value(json!({"operation": op})).unwrap())
+            .unwrap();
+        cel::Program::compile(expr).unwrap().execute(&ctx).unwrap() == cel::Value::Bool(true)
+    };
+    assert!(sent(
+        "DELETE",
+        json!({"lbguard.io/deletion-protection": "true"})
+    ));
+    assert!(!sent(
+        "DELETE",
+        json!({"lbguard.io/deletion-protection": "false"})
+    ));
+    assert!(!sent("DELETE", json!({"example.com/other": "true"})));
+    assert!(sent("UPDATE", json!({})));
     assert!(
         expr.contains("oldObject.metadata.annotations['lbguard.io/deletion-protection'] == 'true'"),
         "{expr}"

@@ -213,6 +213,11 @@ fn every_console_block_runs_as_shown() {
     let (mut ran, mut marked, mut wrong) = (0, 0, Vec::new());
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();
+        let name = page
+            .strip_prefix(ROOT)
+            .unwrap_or(&page)
+            .display()
+            .to_string();
         let lines: Vec<&str> = text.lines().collect();
         let mut blessed: Vec<String> = Vec::new();
         let mut copied = 0;
@@ -220,8 +225,7 @@ fn every_console_block_runs_as_shown() {
             if let Some(reason) = &b.skip {
                 assert!(
                     reason.len() > 5,
-                    "{}:{}: a not-run mark says why",
-                    page.display(),
+                    "{name}:{}: a not-run mark says why",
                     b.start
                 );
                 marked += 1;
@@ -231,8 +235,7 @@ fn every_console_block_runs_as_shown() {
             let steps = steps(body);
             assert!(
                 !steps.is_empty(),
-                "{}:{}: a console block with no `$ ` command",
-                page.display(),
+                "{name}:{}: a console block with no `$ ` command",
                 b.start
             );
             blessed.extend(lines[copied..b.start].iter().map(|s| s.to_string()));
@@ -244,8 +247,7 @@ fn every_console_block_runs_as_shown() {
                 let want = normalise(&shown.join("\n"));
                 if normalise(&got) != want {
                     wrong.push(format!(
-                        "{}:{}: `{cmd}`\n--- the page shows\n{want}\n--- it prints\n{}",
-                        page.display(),
+                        "{name}:{}: `{cmd}`\n--- the page shows\n{want}\n--- it prints\n{}",
                         b.start,
                         normalise(&got)
                     ));
