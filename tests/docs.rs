@@ -12,7 +12,7 @@ use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
-/// The book's pages and the READMEs.
+/// The book's pages, the READMEs, CONTRIBUTING and SECURITY.
 fn pages() -> Vec<PathBuf> {
     fn walk(dir: &Path, out: &mut Vec<PathBuf>) {
         for e in std::fs::read_dir(dir).unwrap() {
@@ -28,6 +28,8 @@ fn pages() -> Vec<PathBuf> {
     walk(&Path::new(ROOT).join("docs/src"), &mut out);
     out.push(Path::new(ROOT).join("README.md"));
     out.push(Path::new(ROOT).join("charts/lbguard/README.md"));
+    out.push(Path::new(ROOT).join("CONTRIBUTING.md"));
+    out.push(Path::new(ROOT).join("SECURITY.md"));
     out.sort();
     out
 }
@@ -262,6 +264,9 @@ const EXTERNAL: &[&str] = &[
     "--cacert",
     "--from-file",
     "--check",
+    // cargo's (`cargo install --path .`, `cargo check --all-targets`).
+    "--path",
+    "--all-targets",
     // The Volcengine controller's flag (configuration.md, whose Services are lbguard's).
     "--loadbalancer-class",
 ];
@@ -408,4 +413,35 @@ fn configuration_reference_is_the_config() {
         missing.is_empty(),
         "keys the configuration reference does not show: {missing:?}"
     );
+}
+
+/// The licence Cargo.toml and README declare is the one LICENSE holds, in full.
+#[test]
+fn the_license_file_is_the_declared_license() {
+    let cargo = std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).unwrap();
+    assert!(
+        cargo
+            .lines()
+            .any(|l| l.trim() == "license = \"Apache-2.0\""),
+        "Cargo.toml declares another licence"
+    );
+    let text = std::fs::read_to_string(Path::new(ROOT).join("LICENSE")).unwrap();
+    let words: Vec<&str> = text.split_whitespace().collect();
+    assert_eq!(
+        words[..5],
+        ["Apache", "License", "Version", "2.0,", "January"],
+        "LICENSE is not the Apache License 2.0"
+    );
+    for part in [
+        "END OF TERMS AND CONDITIONS",
+        "APPENDIX: How to apply the Apache License to your work.",
+        "9. Accepting Warranty or Additional Liability.",
+    ] {
+        assert!(
+            text.contains(part),
+            "LICENSE lacks {part:?}: not the full text"
+        );
+    }
+    let readme = std::fs::read_to_string(Path::new(ROOT).join("README.md")).unwrap();
+    assert!(readme.contains("Apache-2.0 ([LICENSE](LICENSE))"));
 }

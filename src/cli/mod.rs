@@ -1,4 +1,4 @@
-//! Command-line front ends: `check`, `export-vap`, `rules` and `serve`.
+//! Command-line front ends: `check`, `config`, `export-vap`, `rules` and `serve`.
 
 /// `println!` that stops quietly when stdout is gone (`lbguard check ... | head`) instead
 /// of panicking.
@@ -67,6 +67,7 @@ impl ConfigArgs {
 }
 
 pub mod check;
+pub mod config;
 pub mod exceptions;
 pub mod export_vap;
 pub mod inventory;
@@ -99,6 +100,8 @@ pub enum Command {
     /// Print the stateless rules as ValidatingAdmissionPolicies (Kubernetes 1.30+) and the
     /// defaults as a MutatingAdmissionPolicy (1.34+).
     ExportVap(export_vap::ExportArgs),
+    /// Print the config's defaults (`--defaults`), as YAML.
+    Config(config::ConfigArgs),
     /// Load balancer facts from the cloud's API.
     #[command(subcommand)]
     Inventory(inventory::InventoryCommand),
@@ -137,6 +140,7 @@ pub fn chain(e: &anyhow::Error) -> String {
 pub fn run(cli: Cli) -> ExitCode {
     match cli.command {
         Command::Check(args) => check::run(args),
+        Command::Config(args) => config::run(args),
         Command::ExportVap(args) => export_vap::run(args),
         Command::Inventory(cmd) => inventory::run(cmd),
         Command::Serve(args) => {

@@ -49,16 +49,31 @@ pub fn markdown_table() -> String {
     markdown_table_for(None)
 }
 
-/// The table of the rules that apply to `provider` (all rules when `None`).
+/// The table of the rules that apply to `provider` (all rules when `None`). The export-vap
+/// column is what `lbguard export-vap --list [--provider P]` says with no config file, so the
+/// page and the command cannot disagree.
 pub fn markdown_table_for(provider: Option<crate::vocab::provider::Provider>) -> String {
+    let mut config = crate::vocab::config::Config::default();
+    if let Some(p) = provider {
+        config.provider = crate::vocab::config::ProviderChoice::Fixed(p);
+    }
+    let export = crate::vap::export(
+        &config,
+        &crate::vocab::ctx::Versions::from_config(&config),
+        None,
+    );
     let mut out = String::from(
-        "| id | providers | class | default | what it checks | export-vap |\n|---|---|---|---|---|---|\n",
+        "| id | providers | class | default | what it checks | export-vap with no config |\n|---|---|---|---|---|---|\n",
     );
     for r in for_provider(provider) {
         let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
-        let vap = match r.vap {
-            crate::vocab::rule::Vap::Cel(_) => "yes".to_string(),
-            crate::vocab::rule::Vap::No(why) => format!("no: {why}"),
+        let vap = match (
+            export.exported.iter().find(|x| x.rule.id == r.id),
+            export.skipped.iter().find(|(id, _)| *id == r.id),
+        ) {
+            (Some(x), _) => format!("yes ({})", x.action.as_str()),
+            (None, Some((_, why))) => format!("no: {why}"),
+            (None, None) => "no".to_string(),
         };
         out.push_str(&format!(
             "| `{}` | {} | {} | {} | {} | {} |\n",

@@ -57,8 +57,14 @@ fn default_install_wires_both_webhooks_to_the_service() {
     );
     assert_eq!(
         rule.operations.as_deref(),
-        Some(&["CREATE".to_string(), "UPDATE".to_string()][..]),
-        "no DELETE by default"
+        Some(
+            &[
+                "CREATE".to_string(),
+                "UPDATE".to_string(),
+                "DELETE".to_string()
+            ][..]
+        ),
+        "DELETE by default, for deletion protection"
     );
     for sel in [
         v.namespace_selector.as_ref().unwrap(),

@@ -138,6 +138,7 @@ fn every_object_parses(r: &Rendered) {
 
 mod certificates;
 mod cloud;
+mod deletion;
 mod exceptions;
 mod monitoring;
 mod vap;

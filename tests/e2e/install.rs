@@ -83,7 +83,6 @@ pub fn values(ca_pem: &str) -> Value {
                 "name": "lbguard-tls",
                 "caBundle": base64::engine::general_purpose::STANDARD.encode(ca_pem),
             }},
-            "webhook": {"protectDeletion": true},
             "inventory": {"enabled": true, "loadBalancers": inventory["loadBalancers"]},
             "config": {
                 "cluster": {"vpcId": "vpc-123"},
