@@ -264,6 +264,10 @@ const EXTERNAL: &[&str] = &[
     "--cacert",
     "--from-file",
     "--check",
+    // helm's and kubectl's, on the exceptions page.
+    "--skip-crds",
+    "--group",
+    "--field-selector",
     // cargo's (`cargo install --path .`, `cargo check --all-targets`).
     "--path",
     "--all-targets",

@@ -128,7 +128,7 @@ fn json_shape_matches_the_contract() {
     assert!(r["defaults"].is_array());
     assert_eq!(
         doc["summary"],
-        serde_json::json!({"checked": 1, "skipped": 0, "foreign": 0, "denied": 1, "warned": 0})
+        serde_json::json!({"checked": 1, "skipped": 0, "foreign": 0, "denied": 1, "warned": 0, "exempted": 0})
     );
 }
 
