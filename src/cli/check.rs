@@ -313,6 +313,15 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .flat_map(|c| &c.verdict.violations)
             .filter(|v| v.exception.is_some())
             .count(),
+        no_inventory: if inventory.configured() {
+            0
+        } else {
+            results
+                .iter()
+                .filter_map(|c| c.input.object.as_ref())
+                .filter(|s| !crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s)).is_empty())
+                .count()
+        },
     };
     match args.output {
         Output::Json => print_json(&results, &summary),

@@ -41,6 +41,10 @@ pub(super) struct Summary {
     pub(super) warned: usize,
     /// Findings an `--exceptions` object let through.
     pub(super) exempted: usize,
+    /// Services that reuse a load balancer, checked without an inventory: the inventory
+    /// rules could not run for them.
+    #[serde(skip)]
+    pub(super) no_inventory: usize,
 }
 
 pub(super) struct Paint(pub(super) bool);
@@ -146,6 +150,18 @@ pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         outln!(
             "{} finding(s) let through by LBGuardExceptions",
             summary.exempted
+        );
+    }
+    if summary.no_inventory > 0 {
+        let rules: Vec<&str> = crate::rules::registry()
+            .iter()
+            .filter(|r| matches!(r.class, crate::rules::Class::Inventory))
+            .map(|r| r.id)
+            .collect();
+        outln!(
+            "{} Service(s) reuse a load balancer, but no inventory was given (--inventory FILE or --inventory-cloud): {} did not run",
+            summary.no_inventory,
+            rules.join(", ")
         );
     }
 }
