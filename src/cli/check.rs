@@ -319,7 +319,9 @@ pub fn run(args: CheckArgs) -> ExitCode {
             results
                 .iter()
                 .filter_map(|c| c.input.object.as_ref())
-                .filter(|s| !crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s)).is_empty())
+                .filter(|s| {
+                    !crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s)).is_empty()
+                })
                 .count()
         },
     };

@@ -311,3 +311,34 @@ fn usage_and_io_errors_exit_two() {
         stderr(&out)
     );
 }
+
+/// A Service that reuses a load balancer, checked without an inventory, is allowed by the
+/// inventory rules only because they did not run: the text output says so, and stops saying
+/// it once the inventory is given.
+#[test]
+fn check_says_when_the_inventory_rules_did_not_run() {
+    let file = "examples/inventory/deny-address-type-match.yaml";
+    let out = lbguard(&["check", file], None);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.lines().last().unwrap_or_default().starts_with(
+            "1 Service(s) reuse a load balancer, but no inventory was given (--inventory FILE or --inventory-cloud): lb-exists, address-type-match,"
+        ),
+        "{text}"
+    );
+    let out = lbguard(
+        &[
+            "check",
+            "--inventory",
+            "examples/inventory/inventory.yaml",
+            file,
+        ],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("no inventory was given"));
+    // A Service that names no load balancer has nothing for them to check.
+    let out = lbguard(&["check", "examples/ctyun/bad-ip-mode-value.yaml"], None);
+    assert!(!String::from_utf8_lossy(&out.stdout).contains("no inventory was given"));
+}
