@@ -185,7 +185,7 @@ fn expired_exceptions_cover_nothing_and_invalid_ones_fail_the_run() {
     assert_eq!(out.status.code(), Some(2));
     assert!(
         stderr(&out).contains("spec.expires: ")
-            && stderr(&out).contains("is more than 30 days ahead"),
+            && stderr(&out).contains("is more than 30 days after the exception"),
         "{}",
         stderr(&out)
     );

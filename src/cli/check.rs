@@ -304,9 +304,14 @@ pub fn run(args: CheckArgs) -> ExitCode {
         skipped: loaded.skipped,
         foreign: foreign.len(),
         denied: results.iter().filter(|c| !c.verdict.allowed()).count(),
+        // As the audit counts: findings an exception covers are not warnings.
         warned: results
             .iter()
-            .filter(|c| c.verdict.allowed() && !c.verdict.warnings().is_empty())
+            .filter(|c| {
+                c.verdict.allowed()
+                    && (!c.verdict.notes.is_empty()
+                        || c.verdict.violations.iter().any(|v| v.exception.is_none()))
+            })
             .count(),
         exempted: results
             .iter()

@@ -208,7 +208,10 @@ pub fn audit(
                 })
                 .collect(),
         });
-        if let Some(s) = input.object {
+        // Events go to Services with a finding no exception covers.
+        if let Some(s) = input.object
+            && verdict.violations.iter().any(|v| v.exception.is_none())
+        {
             offending.push(s);
         }
     }

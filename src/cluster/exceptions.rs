@@ -4,6 +4,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
 use futures::StreamExt;
@@ -25,6 +26,8 @@ pub const WATCH_KIND: &str = PLURAL;
 #[derive(Default)]
 pub struct ExceptionStore {
     current: ArcSwap<Vec<Exception>>,
+    /// The first list has arrived.
+    synced: AtomicBool,
 }
 
 impl ExceptionStore {
@@ -32,18 +35,35 @@ impl ExceptionStore {
         self.current.load_full()
     }
 
-    /// Replaces the held set, keeping the first `MAX_EXCEPTIONS` by namespace/name.
+    pub fn synced(&self) -> bool {
+        self.synced.load(Ordering::Acquire)
+    }
+
+    /// Replaces the held set (at most `MAX_EXCEPTIONS`: `insert` keeps it so).
     pub fn replace(&self, all: &BTreeMap<(String, String), Exception>) {
-        if all.len() > MAX_EXCEPTIONS {
+        let items: Vec<Exception> = all.values().take(MAX_EXCEPTIONS).cloned().collect();
+        self.current.store(Arc::new(items));
+    }
+}
+
+/// Adds or replaces one exception, unless the map is full and it is new; says so once.
+fn insert(
+    all: &mut BTreeMap<(String, String), Exception>,
+    key: (String, String),
+    e: Exception,
+    full: &mut bool,
+) {
+    if all.len() >= MAX_EXCEPTIONS && !all.contains_key(&key) {
+        if !*full {
             tracing::warn!(
-                count = all.len(),
                 max = MAX_EXCEPTIONS,
                 "more LBGuardExceptions than lbguard holds; those past the limit cover nothing"
             );
         }
-        let items: Vec<Exception> = all.values().take(MAX_EXCEPTIONS).cloned().collect();
-        self.current.store(Arc::new(items));
+        *full = true;
+        return;
     }
+    all.insert(key, e);
 }
 
 pub fn resource() -> ApiResource {
@@ -83,12 +103,13 @@ pub fn spawn(client: Client, store: Arc<ExceptionStore>, retry: Retry, on_error:
             .boxed();
         let mut all = BTreeMap::new();
         let mut relist: Option<BTreeMap<(String, String), Exception>> = None;
+        let mut full = false;
         while let Some(event) = stream.next().await {
             match event {
                 Ok(Event::Init) => relist = Some(BTreeMap::new()),
                 Ok(Event::InitApply(o)) => {
                     if let (Some(r), Some(e)) = (relist.as_mut(), read(&o)) {
-                        r.insert(key(&o), e);
+                        insert(r, key(&o), e, &mut full);
                     }
                 }
                 Ok(Event::InitDone) => {
@@ -96,13 +117,16 @@ pub fn spawn(client: Client, store: Arc<ExceptionStore>, retry: Retry, on_error:
                         all = r;
                     }
                     store.replace(&all);
+                    store.synced.store(true, Ordering::Release);
                     tracing::info!(count = all.len(), "LBGuardException watch synced");
                 }
                 Ok(Event::Apply(o)) => {
                     match read(&o) {
-                        Some(e) => all.insert(key(&o), e),
-                        None => all.remove(&key(&o)),
-                    };
+                        Some(e) => insert(&mut all, key(&o), e, &mut full),
+                        None => {
+                            all.remove(&key(&o));
+                        }
+                    }
                     store.replace(&all);
                 }
                 Ok(Event::Delete(o)) => {
@@ -137,10 +161,16 @@ mod tests {
     fn the_store_is_bounded_and_reads_objects_as_the_api_sends_them() {
         let store = ExceptionStore::default();
         let mut all = BTreeMap::new();
+        let mut full = false;
         for i in 0..MAX_EXCEPTIONS + 5 {
             let o = object("shop", &format!("e{i:05}"));
-            all.insert(key(&o), read(&o).unwrap());
+            insert(&mut all, key(&o), read(&o).unwrap(), &mut full);
         }
+        assert!(full);
+        assert_eq!(all.len(), MAX_EXCEPTIONS);
+        // One already held is still updated when full.
+        let o = object("shop", "e00000");
+        insert(&mut all, key(&o), read(&o).unwrap(), &mut full);
         store.replace(&all);
         let snap = store.snapshot();
         assert_eq!(snap.len(), MAX_EXCEPTIONS);

@@ -61,8 +61,8 @@ pub fn problems(e: &Exception, config: &Config, now: SystemTime) -> Vec<String> 
             "spec.expires: {} is not in the future",
             e.spec.expires
         )),
-        Ok(t) if t > now + cfg.max_age() => out.push(format!(
-            "spec.expires: {} is more than {} days ahead (exceptions.maxDays: {}); set an earlier time and renew it if it is still needed then",
+        Ok(t) if t > e.created.unwrap_or(now) + cfg.max_age() => out.push(format!(
+            "spec.expires: {} is more than {} days after the exception's creation (exceptions.maxDays: {}); set an earlier time, and create a new exception if it is still needed then",
             e.spec.expires, cfg.max_days, cfg.max_days
         )),
         Ok(_) => {}
@@ -99,13 +99,25 @@ pub fn problems(e: &Exception, config: &Config, now: SystemTime) -> Vec<String> 
     if let Some(sel) = &services.selector {
         match kube::core::Selector::try_from(sel.clone()) {
             Err(err) => out.push(format!("spec.services.selector: {err}")),
-            Ok(s) if s.selects_all() && !cfg.allow_wildcard => out.push(
-                "spec.services.selector: an empty selector matches every Service in the namespace (exceptions.allowWildcard is false); give labels".into(),
+            Ok(_) if !positive(sel) && !cfg.allow_wildcard => out.push(
+                "spec.services.selector: it can match every Service in the namespace (no matchLabels, In or Exists; exceptions.allowWildcard is false); select by a label the Services carry".into(),
             ),
             Ok(_) => {}
         }
     }
     out
+}
+
+/// Whether a selector requires some label to be present: `matchLabels`, or an `In` or
+/// `Exists` expression. Without one (empty, or only `NotIn`/`DoesNotExist`) it matches
+/// Services that carry no labels at all, so in effect every Service.
+fn positive(sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector) -> bool {
+    sel.match_labels.as_ref().is_some_and(|m| !m.is_empty())
+        || sel
+            .match_expressions
+            .iter()
+            .flatten()
+            .any(|e| e.operator == "In" || e.operator == "Exists")
 }
 
 /// Whether `e` covers anything at `now`: not expired, and its expiry within the config's cap
@@ -143,11 +155,12 @@ fn covers_service(
     if e.namespace != namespace {
         return false;
     }
-    let selector = e.spec.services.selector.as_ref().and_then(|s| {
-        kube::core::Selector::try_from(s.clone())
-            .ok()
-            .filter(|s| !s.selects_all() || config.exceptions.allow_wildcard)
-    });
+    let selector = e
+        .spec
+        .services
+        .selector
+        .as_ref()
+        .filter(|s| positive(s) || config.exceptions.allow_wildcard);
     names(e, namespace, name) || (selector.is_some() && e.selects(labels))
 }
 

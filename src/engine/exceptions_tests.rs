@@ -283,12 +283,12 @@ fn admission_lists_every_problem_with_its_field() {
     let p = problems(&e, &config, now());
     let expect = [
         "spec.reason: required",
-        "spec.expires: 2026-12-20T00:00:00Z is more than 7 days ahead",
+        "spec.expires: 2026-12-20T00:00:00Z is more than 7 days after the exception's creation",
         "spec.rules[0]: unknown rule id \"no-such-rule\"",
         "spec.rules[1]: \"*\" (every rule) is not allowed",
         "spec.rules[2]: \"lb-id-immutable\" cannot be exempted",
         "spec.services.names[0]: empty name",
-        "spec.services.selector: an empty selector matches every Service",
+        "spec.services.selector: it can match every Service",
     ];
     for want in expect {
         assert!(
@@ -342,4 +342,117 @@ fn expiring_and_expired_are_told_apart() {
     assert!(!active(&over, &config, now()));
     assert!(active(&soon, &config, now()));
     assert!(!active(&soon, &config, now() + 3 * DAY));
+}
+
+#[test]
+fn the_cap_counts_from_creation_and_selectors_must_select() {
+    let config = cfg("");
+    // Created 2026-12-01T12:00Z: an edit on 12-02 cannot push it past 12-31T12:00Z.
+    let e = for_rule(
+        "shop",
+        json!({"names": ["web"]}),
+        "address-type-value",
+        "2027-01-15T00:00:00Z",
+    );
+    let p = problems(&e, &config, now());
+    assert!(
+        p[0].contains("more than 30 days after the exception's creation"),
+        "{p:#?}"
+    );
+    // A selector of only NotIn or DoesNotExist matches unlabelled Services: every one.
+    for selector in [
+        json!({"matchExpressions": [{"key": "x", "operator": "DoesNotExist"}]}),
+        json!({"matchExpressions": [{"key": "app", "operator": "NotIn", "values": ["db"]}]}),
+    ] {
+        let e = for_rule(
+            "shop",
+            json!({"selector": selector}),
+            "address-type-value",
+            "2026-12-09T00:00:00Z",
+        );
+        let p = problems(&e, &config, now());
+        assert!(
+            p.iter()
+                .any(|p| p.starts_with("spec.services.selector: it can match every Service")),
+            "{p:#?}"
+        );
+        let mut v = run(&bad(), &config);
+        let labels = BTreeMap::new();
+        apply(
+            &mut v,
+            &subject("shop", "web", &labels),
+            &[e],
+            &config,
+            now(),
+        );
+        assert!(!v.allowed(), "a catch-all selector covered a Service");
+    }
+    let exists = for_rule(
+        "shop",
+        json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}}),
+        "address-type-value",
+        "2026-12-09T00:00:00Z",
+    );
+    assert_eq!(problems(&exists, &config, now()), Vec::<String>::new());
+}
+
+#[test]
+fn unknown_rules_in_not_exemptable_are_config_errors() {
+    let err = crate::engine::parse_config(
+        "exceptions:\n  notExemptable: [listener-port-uniqe]\n",
+        "test",
+    )
+    .unwrap_err()
+    .to_string();
+    assert!(
+        err.contains("exceptions.notExemptable[0]: unknown rule id \"listener-port-uniqe\""),
+        "{err}"
+    );
+}
+
+/// A listener the inventory says another Service owns is that Service's port: one side's
+/// exception does not cover it; one by hand (`external`) is the operator's to waive.
+#[test]
+fn a_listener_another_service_owns_needs_that_service_named_too() {
+    let config = cfg("");
+    let inv = crate::testkit::inventory(
+        "loadBalancers:\n  - {id: lb-1, provider: ctyun, addressType: intranet, vpcId: vpc-1, createdBy: user,\n     listeners: [{port: 80, protocol: TCP, owner: shop/a}, {port: 81, protocol: TCP, owner: external}]}\n",
+    );
+    let labels = BTreeMap::new();
+    let check = |port: i32, exceptions: &[Exception]| {
+        let input = create(
+            lb().named("shop", "b")
+                .pa(Ctyun, "id", "lb-1")
+                .only_port(port, "TCP"),
+        );
+        let mut v = crate::testkit::run_with(&input, &config, &inv);
+        assert!(v.rule_ids().contains(&"listener-port-unique"), "{v:#?}");
+        apply(
+            &mut v,
+            &subject("shop", "b", &labels),
+            exceptions,
+            &config,
+            now(),
+        );
+        v.allowed()
+    };
+    let mine = for_rule(
+        "shop",
+        json!({"names": ["b"]}),
+        "listener-port-unique",
+        "2026-12-09T00:00:00Z",
+    );
+    assert!(!check(80, std::slice::from_ref(&mine)));
+    assert!(
+        check(81, std::slice::from_ref(&mine)),
+        "a listener set up by hand"
+    );
+    let mut theirs = for_rule(
+        "shop",
+        json!({"names": ["a"]}),
+        "listener-port-unique",
+        "2026-12-09T00:00:00Z",
+    );
+    theirs.name = "y".into();
+    assert!(check(80, &[mine, theirs]));
 }

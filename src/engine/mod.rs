@@ -159,6 +159,17 @@ pub fn config_problems(config: &Config) -> Vec<String> {
         .filter(|id| !registry().iter().any(|r| r.id == id.as_str()))
         .map(|id| format!("rules.{id}: unknown rule id (run `lbguard rules` for the list)"))
         .collect();
+    problems.extend(
+        config
+            .exceptions
+            .not_exemptable
+            .iter()
+            .enumerate()
+            .filter(|(_, id)| !registry().iter().any(|r| r.id == id.as_str()))
+            .map(|(i, id)| {
+                format!("exceptions.notExemptable[{i}]: unknown rule id {id:?} (run `lbguard rules` for the list)")
+            }),
+    );
     problems.extend(config.problems());
     problems
 }

@@ -304,12 +304,20 @@ fn inventory_ports(ctx: &Ctx, cat: &'static Catalog, new: Svc, out: &mut Finding
             l.owner
         );
         let users = l.owner == "external";
-        if !alibaba {
+        if !alibaba && users {
             out.push("spec.ports", format!("{what}; use another port"));
+        } else if !alibaba {
+            // A Service's listener: an exception covers this only if it names that Service too.
+            out.push_peer(
+                "spec.ports",
+                format!("{what}; use another port"),
+                l.owner.clone(),
+            );
         } else if !users {
-            out.push(
+            out.push_peer(
                 "spec.ports",
                 format!("{what}; two Services cannot share one listener port; use another port or another load balancer"),
+                l.owner.clone(),
             );
         } else if !overrides {
             // The controller leaves the user's listeners alone: the user runs them.

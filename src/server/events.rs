@@ -6,6 +6,19 @@ use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
 use super::App;
 
+/// The API rejects notes over 1 kB: cut at a character boundary.
+fn short(mut note: String) -> String {
+    if note.len() > 1000 {
+        let mut cut = 997;
+        while !note.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        note.truncate(cut);
+        note.push_str("...");
+    }
+    note
+}
+
 /// At most this many Events per audit round, so a bad cluster does not flood the API.
 pub const MAX_EVENTS_PER_ROUND: usize = 100;
 
@@ -28,21 +41,15 @@ pub async fn publish(client: &kube::Client, app: &App, offending: &[Service]) {
         else {
             continue;
         };
-        let mut note: String = found
-            .violations
-            .iter()
-            .map(|v| v.message.as_str())
-            .collect::<Vec<_>>()
-            .join("; ");
-        // The API rejects notes over 1 kB.
-        if note.len() > 1000 {
-            let mut cut = 997;
-            while !note.is_char_boundary(cut) {
-                cut -= 1;
-            }
-            note.truncate(cut);
-            note.push_str("...");
-        }
+        let note = short(
+            found
+                .violations
+                .iter()
+                .filter(|v| v.exception.is_none())
+                .map(|v| v.message.as_str())
+                .collect::<Vec<_>>()
+                .join("; "),
+        );
         let event = Event {
             type_: EventType::Warning,
             reason: "LoadBalancerPolicy".into(),
@@ -87,7 +94,6 @@ pub async fn exceptions_expired(
         .take(MAX_EVENTS_PER_ROUND)
         .collect::<Vec<_>>();
     for e in due {
-        announced.insert(key(e));
         let reference = k8s_openapi::api::core::v1::ObjectReference {
             api_version: Some(format!("{GROUP}/{VERSION}")),
             kind: Some(KIND.into()),
@@ -98,17 +104,22 @@ pub async fn exceptions_expired(
         let event = Event {
             type_: EventType::Warning,
             reason: "ExceptionExpired".into(),
-            note: Some(format!(
+            note: Some(short(format!(
                 "{KIND} {} expired at {}: its Services are checked again for {}",
                 e.key(),
                 e.spec.expires,
                 e.spec.rules.join(", ")
-            )),
+            ))),
             action: "Audit".into(),
             secondary: None,
         };
-        if let Err(err) = recorder.publish(&event, &reference).await {
-            tracing::warn!(error = %err, exception = %e.key(), "cannot record the expiry Event");
+        match recorder.publish(&event, &reference).await {
+            Ok(()) => {
+                announced.insert(key(e));
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, exception = %e.key(), "cannot record the expiry Event; retrying next round")
+            }
         }
     }
 }

@@ -97,6 +97,9 @@ fn exceptions_metric(
     }
 }
 
+/// How long the audit waits for the exceptions' first list before running without them.
+const EXCEPTIONS_SYNC_WAIT: Duration = Duration::from_secs(60);
+
 /// Runs the audit every `audit.interval`, and records Events when `audit.events` is on.
 pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
     let every = app.config.audit.interval.0;
@@ -105,11 +108,18 @@ pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
     }
     tokio::spawn(async move {
         let mut announced = std::collections::HashSet::new();
+        let started = std::time::Instant::now();
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tick.tick().await;
-            if !app.cluster.synced() {
+            // Until the exceptions have arrived, exempted findings would read as failures;
+            // wait for them a minute at most (the CRD may be missing).
+            let exceptions_pending = app.config.exceptions.enabled
+                && client.is_some()
+                && !app.exceptions.synced()
+                && started.elapsed() < EXCEPTIONS_SYNC_WAIT;
+            if !app.cluster.synced() || exceptions_pending {
                 continue;
             }
             let me = Arc::clone(&app);

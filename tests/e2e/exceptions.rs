@@ -151,7 +151,9 @@ pub async fn run(env: &mut Env) {
     )
     .await;
     assert!(
-        !r.ok() && r.message().contains("more than 30 days ahead"),
+        !r.ok()
+            && r.message()
+                .contains("more than 30 days after the exception"),
         "{}",
         r.body
     );

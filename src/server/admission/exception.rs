@@ -54,16 +54,15 @@ pub(super) fn review(app: &AppState, r: Review) -> Answer {
         && r.object.as_ref().map(|o| &o["spec"]) != r.old_object.as_ref().map(|o| &o["spec"]);
     if checked && let Some(obj) = &r.object {
         let mut obj = obj.clone();
-        if obj["metadata"]["namespace"]
-            .as_str()
-            .is_none_or(str::is_empty)
+        // The request's namespace when the object omits it (the API server fills it in).
+        if let Some(m) = obj.get_mut("metadata").and_then(Value::as_object_mut)
+            && m.get("namespace")
+                .and_then(Value::as_str)
+                .is_none_or(str::is_empty)
         {
-            obj["metadata"]["namespace"] = Value::String(r.namespace.clone());
+            m.insert("namespace".into(), Value::String(r.namespace.clone()));
         }
-        // The API server sets creationTimestamp after admission: a new object is "now".
-        if let Some(m) = obj["metadata"].as_object_mut() {
-            m.remove("creationTimestamp");
-        }
+        // The cap counts from creationTimestamp (kept on UPDATE), so an edit cannot stretch it.
         let found = match Exception::from_value(&obj) {
             Some(Ok(e)) => {
                 name = e.name.clone();
