@@ -2,9 +2,11 @@
 //! `lbguard` on the PATH and the repository as the working directory, and its output must be
 //! the block's, line for line (only uids, times and the checkout's path normalised).
 //!
-//! A block that cannot run here (it needs a cluster, a cloud account or a server) carries the
-//! line `<!-- console: not run: REASON -->` right before its fence; every other block is run,
-//! so the count of unmarked blocks that are not run is zero by construction.
+//! A block that cannot run here (it needs a cluster or a cloud account) carries the line
+//! `<!-- console: not run: REASON -->` right before its fence; every other block is run,
+//! so the count of unmarked blocks that are not run is zero by construction. A block marked
+//! `<!-- console: with lbguard serve --dev -->` runs while `lbguard serve --dev` (started
+//! here, as the page tells the reader to) answers on its default port.
 //! `LBGUARD_BLESS=1 cargo test --test console` writes the real outputs into the pages.
 
 use std::path::{Path, PathBuf};
@@ -12,6 +14,38 @@ use std::process::Command;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const MARK: &str = "<!-- console: not run: ";
+const SERVED: &str = "<!-- console: with lbguard serve --dev -->";
+
+/// `lbguard serve --dev` in the checkout, stopped when dropped.
+struct DevServer(std::process::Child);
+
+impl DevServer {
+    fn start() -> Self {
+        let child = Command::new(env!("CARGO_BIN_EXE_lbguard"))
+            // The page's command; metrics on a free port so nothing else must be free.
+            .args(["serve", "--dev", "--metrics-addr", "127.0.0.1:0"])
+            .current_dir(ROOT)
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("lbguard serve --dev starts");
+        let server = DevServer(child);
+        for _ in 0..100 {
+            if run("curl -s --cacert certs/dev/ca.crt https://localhost:8443/readyz") == "ready" {
+                return server;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(200));
+        }
+        panic!("lbguard serve --dev is not ready on localhost:8443 after 20s");
+    }
+}
+
+impl Drop for DevServer {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
 
 /// The READMEs and the book's pages.
 fn pages() -> Vec<PathBuf> {
@@ -48,6 +82,8 @@ struct Block {
     start: usize,
     end: usize,
     skip: Option<String>,
+    /// Runs with `lbguard serve --dev` answering.
+    served: bool,
 }
 
 fn blocks(lines: &[&str]) -> Vec<Block> {
@@ -55,12 +91,11 @@ fn blocks(lines: &[&str]) -> Vec<Block> {
     let mut i = 0;
     while i < lines.len() {
         if lines[i].trim_end() == "```console" {
-            let skip = lines[..i]
-                .iter()
-                .rev()
-                .find(|l| !l.trim().is_empty())
+            let before = lines[..i].iter().rev().find(|l| !l.trim().is_empty());
+            let skip = before
                 .and_then(|l| l.trim().strip_prefix(MARK))
                 .map(|r| r.trim_end_matches("-->").trim().to_string());
+            let served = before.is_some_and(|l| l.trim() == SERVED);
             let end = (i + 1..lines.len())
                 .find(|j| lines[*j].trim_end() == "```")
                 .unwrap_or(lines.len());
@@ -68,6 +103,7 @@ fn blocks(lines: &[&str]) -> Vec<Block> {
                 start: i + 1,
                 end,
                 skip,
+                served,
             });
             i = end;
         }
@@ -211,6 +247,7 @@ fn run(cmd: &str) -> String {
 fn every_console_block_runs_as_shown() {
     let bless = std::env::var_os("LBGUARD_BLESS").is_some();
     let (mut ran, mut marked, mut wrong) = (0, 0, Vec::new());
+    let (mut server, mut served) = (None, 0);
     for page in pages() {
         let text = std::fs::read_to_string(&page).unwrap();
         let name = page
@@ -231,6 +268,10 @@ fn every_console_block_runs_as_shown() {
                 marked += 1;
                 continue;
             }
+            if b.served && server.is_none() {
+                server = Some(DevServer::start());
+            }
+            served += usize::from(b.served);
             let body = &lines[b.start..b.end];
             let steps = steps(body);
             assert!(
@@ -269,6 +310,11 @@ fn every_console_block_runs_as_shown() {
     // The pages run at least these many commands; a parser that finds none must fail.
     assert!(ran >= 10, "only {ran} console commands ran");
     assert!(marked >= 1, "no marked block found: is the mark parsed?");
+    assert!(
+        served >= 2,
+        "the pages' requests to `serve --dev` did not run"
+    );
+    drop(server);
 }
 
 #[test]
