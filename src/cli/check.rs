@@ -149,18 +149,9 @@ pub fn check_one(
         input.object = Some(m.desired);
     }
     let mut verdict = evaluate(&input, config, versions, cluster, inventory);
-    let labels = input
-        .object
-        .as_ref()
-        .and_then(|s| s.metadata.labels.clone())
-        .unwrap_or_default();
     crate::engine::exceptions::apply(
         &mut verdict,
-        &crate::engine::exceptions::Subject {
-            namespace: &input.namespace,
-            name: &input.name,
-            labels: &labels,
-        },
+        &crate::engine::exceptions::Subject::of(&input),
         exceptions,
         config,
         std::time::SystemTime::now(),

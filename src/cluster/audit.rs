@@ -143,14 +143,9 @@ pub fn audit(
             continue;
         };
         let mut verdict = evaluate(&input, config, versions, state, inventory);
-        let labels = svc_labels(&input);
         exceptions::apply(
             &mut verdict,
-            &Subject {
-                namespace: &input.namespace,
-                name: &input.name,
-                labels: &labels,
-            },
+            &Subject::of(&input),
             granted.exceptions,
             config,
             granted.now,
@@ -222,14 +217,6 @@ pub fn audit(
         .clean
         .sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
     (report, offending)
-}
-
-fn svc_labels(input: &Input) -> std::collections::BTreeMap<String, String> {
-    input
-        .object
-        .as_ref()
-        .and_then(|s| s.metadata.labels.clone())
-        .unwrap_or_default()
 }
 
 #[cfg(test)]

@@ -165,13 +165,19 @@ impl Inner {
         }
     }
 
-    pub(super) fn clashes(&self, uses: &[(Provider, String, LbUser)], now: Instant) -> Vec<String> {
+    /// The clashes with the live users `keep` selects, worded for messages.
+    pub(super) fn clashes(
+        &self,
+        uses: &[(Provider, String, LbUser)],
+        now: Instant,
+        keep: impl Fn(&LbUser) -> bool,
+    ) -> Vec<String> {
         let mut out = Vec::new();
         for (p, id, me) in uses {
             let Some(users) = self.lbs.get(&(*p, id.as_str().into())) else {
                 continue;
             };
-            for other in users.iter().filter(|u| u.is_live(now)) {
+            for other in users.iter().filter(|u| u.is_live(now) && keep(u)) {
                 if (&other.namespace, &other.name) == (&me.namespace, &me.name) {
                     continue;
                 }

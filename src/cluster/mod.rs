@@ -286,7 +286,15 @@ impl ClusterState {
     /// tolerated: they predate the update (and the rules have judged them).
     pub fn clashes(&self, svc: Svc) -> Vec<String> {
         self.read()
-            .clashes(&lb_uses(&self.scope, svc), Instant::now())
+            .clashes(&lb_uses(&self.scope, svc), Instant::now(), |_| true)
+    }
+
+    /// The clashes with these Services (namespace/name) only, worded as `clashes` words them.
+    pub fn clashes_with(&self, svc: Svc, holders: &[&str]) -> Vec<String> {
+        self.read()
+            .clashes(&lb_uses(&self.scope, svc), Instant::now(), |u| {
+                holders.contains(&u.key().as_str())
+            })
     }
 
     /// After a relist: drops the Services it did not mention.
@@ -351,7 +359,7 @@ impl ClusterState {
         }
         let mut inner = self.write();
         let conflicts: Vec<String> = inner
-            .clashes(&uses, now)
+            .clashes(&uses, now, |_| true)
             .into_iter()
             .filter(|c| !tolerate.contains(c))
             .collect();

@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 
 use serde::Serialize;
 
-use super::Verdict;
+use super::{Input, Verdict};
 use crate::rules::registry;
 use crate::vocab::config::Config;
 pub use crate::vocab::exceptions::{Exception, format_time, parse_time};
@@ -29,6 +29,18 @@ pub struct Applied {
 }
 
 impl Applied {
+    /// How `e` shows where it lets a finding through.
+    pub fn of(e: &Exception) -> Self {
+        Self {
+            namespace: e.namespace.clone(),
+            name: e.name.clone(),
+            reason: e.spec.reason.trim().to_string(),
+            expires: e
+                .expires()
+                .map_or_else(|| e.spec.expires.clone(), format_time),
+        }
+    }
+
     pub fn key(&self) -> String {
         format!("{}/{}", self.namespace, self.name)
     }
@@ -171,6 +183,25 @@ pub struct Subject<'a> {
     pub labels: &'a BTreeMap<String, String>,
 }
 
+static NO_LABELS: BTreeMap<String, String> = BTreeMap::new();
+
+impl<'a> Subject<'a> {
+    /// The request's Service: the new object's labels, or the old one's on DELETE.
+    pub fn of(input: &'a Input) -> Self {
+        let labels = input
+            .object
+            .as_ref()
+            .or(input.old_object.as_ref())
+            .and_then(|s| s.metadata.labels.as_ref())
+            .unwrap_or(&NO_LABELS);
+        Self {
+            namespace: &input.namespace,
+            name: &input.name,
+            labels,
+        }
+    }
+}
+
 /// Marks every finding of `verdict` that an active exception covers. A finding that names
 /// another Service (a shared listener port) is covered only when an active exception in
 /// that Service's namespace names it for the same rule.
@@ -204,14 +235,7 @@ pub fn apply(
         {
             continue;
         }
-        v.exception = Some(Applied {
-            namespace: e.namespace.clone(),
-            name: e.name.clone(),
-            reason: e.spec.reason.trim().to_string(),
-            expires: e
-                .expires()
-                .map_or_else(|| e.spec.expires.clone(), format_time),
-        });
+        v.exception = Some(Applied::of(e));
     }
 }
 
@@ -241,14 +265,7 @@ pub fn shared_port_allowed(
         covers_rule(e, SHARED_PORT_RULE, config)
             && covers_service(e, config, subject.namespace, subject.name, subject.labels)
     })?;
-    peer_covered(&live, holder, SHARED_PORT_RULE, config).then(|| Applied {
-        namespace: mine.namespace.clone(),
-        name: mine.name.clone(),
-        reason: mine.spec.reason.trim().to_string(),
-        expires: mine
-            .expires()
-            .map_or_else(|| mine.spec.expires.clone(), format_time),
-    })
+    peer_covered(&live, holder, SHARED_PORT_RULE, config).then(|| Applied::of(mine))
 }
 
 /// Exceptions still active that expire within `within` of `now`, soonest first.

@@ -49,15 +49,7 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
         .filter_map(|v| v.peer.as_deref())
         .collect();
     if !shared.is_empty() {
-        tolerate.extend(
-            app.cluster
-                .clashes(crate::engine::Svc(svc))
-                .into_iter()
-                .filter(|c| {
-                    c.rsplit_once(" is held by ")
-                        .is_some_and(|(_, holder)| shared.contains(&holder))
-                }),
-        );
+        tolerate.extend(app.cluster.clashes_with(crate::engine::Svc(svc), &shared));
     }
     let Err(conflicts) = app.cluster.reserve(
         crate::engine::Svc(svc),
@@ -85,31 +77,15 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     true
 }
 
-/// The Service a request is about, as exceptions match it.
-fn labels_of(input: &Input) -> std::collections::BTreeMap<String, String> {
-    input
-        .object
-        .as_ref()
-        .or(input.old_object.as_ref())
-        .and_then(|s| s.metadata.labels.clone())
-        .unwrap_or_default()
-}
-
 /// Lets through the findings the cluster's `LBGuardException`s cover.
 fn exempt(app: &AppState, input: &Input, verdict: &mut Verdict) {
     if verdict.violations.is_empty() {
         return;
     }
     let exceptions = app.exceptions.snapshot();
-    let labels = labels_of(input);
-    let subject = crate::engine::exceptions::Subject {
-        namespace: &input.namespace,
-        name: &input.name,
-        labels: &labels,
-    };
     crate::engine::exceptions::apply(
         verdict,
-        &subject,
+        &crate::engine::exceptions::Subject::of(input),
         &exceptions,
         &app.config,
         std::time::SystemTime::now(),
@@ -319,7 +295,9 @@ pub(super) fn decide(
             }
         }
     }
-    let labels = labels_of(&input);
+    let labels = crate::engine::exceptions::Subject::of(&input)
+        .labels
+        .clone();
     Ok(Answer {
         response,
         operation: input.operation.as_str(),
