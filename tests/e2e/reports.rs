@@ -28,6 +28,18 @@ pub async fn install_crds(admin: &kube::Client, group: &str) -> Vec<Value> {
         }
         for doc in lbguard::yaml::documents(&std::fs::read_to_string(&p).unwrap()) {
             let crd = doc.unwrap();
+            // A case before may have deleted it: applying to a terminating CRD changes
+            // nothing, and it would never become established.
+            eventually(
+                Duration::from_secs(60),
+                "an earlier copy of the CRD is gone",
+                || async {
+                    let r = call(admin, "GET", &plane::object_path(&crd), None).await;
+                    (r.status == 404 || r.body["metadata"]["deletionTimestamp"].is_null())
+                        .then_some(())
+                },
+            )
+            .await;
             plane::apply_ok(admin, &crd).await;
             crds.push(crd);
         }
