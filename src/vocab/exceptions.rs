@@ -90,6 +90,9 @@ pub struct Exception {
     pub spec: ExceptionSpec,
     /// When it was created; `None` for a file (`lbguard check`), read as "now".
     pub created: Option<SystemTime>,
+    /// `spec.expires` as read, parsed once: every request with a finding asks each
+    /// exception whether it is still active.
+    expires_at: Option<SystemTime>,
 }
 
 /// Parses an RFC 3339 time (`2026-12-09T00:00:00Z`).
@@ -142,15 +145,17 @@ impl Exception {
             t if t.is_empty() => None,
             t => Some(parse_time(&t).map_err(|e| format!("metadata.creationTimestamp: {e}"))?),
         };
-        let spec = match v.get("spec") {
+        let spec: ExceptionSpec = match v.get("spec") {
             Some(s) => serde_json::from_value(s.clone()).map_err(|e| format!("spec: {e}"))?,
             None => return Err("spec is missing".into()),
         };
+        let expires_at = parse_time(&spec.expires).ok();
         Ok(Self {
             namespace,
             name,
             spec,
             created,
+            expires_at,
         })
     }
 
@@ -158,9 +163,9 @@ impl Exception {
         format!("{}/{}", self.namespace, self.name)
     }
 
-    /// When it stops covering, if its `expires` reads.
+    /// When it stops covering, if its `expires` read when the object was read.
     pub fn expires(&self) -> Option<SystemTime> {
-        parse_time(&self.spec.expires).ok()
+        self.expires_at
     }
 
     /// Whether its selector (when it has one) matches these labels.
