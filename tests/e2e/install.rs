@@ -377,13 +377,16 @@ impl Install {
             Duration::from_secs(30),
             "the webhook configuration is in effect",
             || async {
-                let r = call(
+                // Not answering yet is not an answer: ask again until the limit.
+                let r = plane::raw(
                     admin,
                     "POST",
                     "/api/v1/namespaces/default/services?dryRun=All",
-                    Some(&probe),
+                    Some(("application/json", &probe)),
                 )
-                .await;
+                .await
+                .inspect_err(|e| eprintln!("  webhook probe: {e}"))
+                .ok()?;
                 let denied = r.status == 403 || r.message().contains("lbguard");
                 (denied == on).then_some(())
             },

@@ -263,6 +263,7 @@ async fn run(
             .await
             .is_err()
         {
+            eprintln!("{}", env.logs());
             eprintln!("e2e: cannot restore the environment after {name}; stopping");
             failed.push("recover");
             break;

@@ -271,7 +271,7 @@ impl ControlPlane {
                 tokio::time::timeout(Duration::from_secs(2), raw(&client, "GET", "/readyz", None))
                     .await
                     .ok()
-                    .flatten()
+                    .and_then(Result::ok)
                     .is_some_and(|r| r.status == 200);
             if ready {
                 return;
@@ -392,13 +392,14 @@ fn warning_text(h: &str) -> String {
     out
 }
 
-/// A request with a JSON body (or none); `None` when the API server cannot be reached.
+/// A request with a JSON body (or none); `Err` with the whole error chain when the API
+/// server cannot be reached or the answer is cut off.
 pub async fn raw(
     client: &kube::Client,
     method: &str,
     path: &str,
     body: Option<(&str, &Value)>,
-) -> Option<Reply> {
+) -> Result<Reply, String> {
     let mut req = http::Request::builder().method(method).uri(path);
     let bytes = match body {
         Some((ctype, b)) => {
@@ -410,7 +411,7 @@ pub async fn raw(
     let resp = client
         .send(req.body(kube::client::Body::from(bytes)).unwrap())
         .await
-        .ok()?;
+        .map_err(|e| chain(&e))?;
     let status = resp.status().as_u16();
     let warnings = resp
         .headers()
@@ -418,20 +419,51 @@ pub async fn raw(
         .iter()
         .map(|v| warning_text(&String::from_utf8_lossy(v.as_bytes())))
         .collect();
-    let bytes = resp.into_body().collect().await.ok()?.to_bytes();
+    let bytes = resp
+        .into_body()
+        .collect()
+        .await
+        .map_err(|e| chain(&e))?
+        .to_bytes();
     let body = serde_json::from_slice(&bytes)
         .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into_owned()));
-    Some(Reply {
+    Ok(Reply {
         status,
         warnings,
         body,
     })
 }
 
+/// An error and its causes on one line: "connection closed" alone does not say by whom.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut out = e.to_string();
+    let mut next = e.source();
+    while let Some(cause) = next {
+        out.push_str(": ");
+        out.push_str(&cause.to_string());
+        next = cause.source();
+    }
+    out
+}
+
+/// A request that must be answered. One that changes nothing (a GET or a dry run) is sent
+/// again after a transport error, as kubectl would be run again: a pooled connection the
+/// API server closed at the same moment is not what a case tests. Anything else panics with
+/// the error, since it may have been carried out.
 pub async fn call(client: &kube::Client, method: &str, path: &str, body: Option<&Value>) -> Reply {
-    raw(client, method, path, body.map(|b| ("application/json", b)))
-        .await
-        .unwrap_or_else(|| panic!("{method} {path}: the API server does not answer"))
+    let safe = method == "GET" || path.contains("dryRun=All");
+    let mut attempt = 1;
+    loop {
+        match raw(client, method, path, body.map(|b| ("application/json", b))).await {
+            Ok(r) => return r,
+            Err(e) if safe && attempt < 3 => {
+                eprintln!("  {method} {path}: {e}; sending it again");
+                attempt += 1;
+                tokio::time::sleep(Duration::from_millis(500)).await;
+            }
+            Err(e) => panic!("{method} {path}: the API server does not answer: {e}"),
+        }
+    }
 }
 
 /// Where objects of a kind live: (group/version path, plural, namespaced).
@@ -510,7 +542,7 @@ pub async fn apply(client: &kube::Client, obj: &Value) -> Reply {
         Some(("application/apply-patch+yaml", obj)),
     )
     .await
-    .unwrap_or_else(|| panic!("apply {path}: the API server does not answer"))
+    .unwrap_or_else(|e| panic!("apply {path}: the API server does not answer: {e}"))
 }
 
 pub async fn apply_ok(client: &kube::Client, obj: &Value) {
