@@ -110,7 +110,7 @@ pub struct Against<'a> {
     pub inventory: &'a dyn Inventory,
     /// Apply the mutating defaults first.
     pub defaults: bool,
-    pub exceptions: &'a [crate::engine::exceptions::Exception],
+    pub exceptions: &'a crate::engine::exceptions::ExceptionSet,
 }
 
 /// Defaults then validation, the API server's order.

@@ -10,7 +10,7 @@ use crate::engine::exceptions::{Exception, format_time, problems};
 /// What reading the exception files gave.
 #[derive(Default)]
 pub struct Read {
-    pub exceptions: Vec<Exception>,
+    pub exceptions: crate::engine::exceptions::ExceptionSet,
     /// Exceptions that cannot be used: the run fails (exit 2).
     pub errors: Vec<String>,
     /// Expired exceptions: they cover nothing, and the run says so.
@@ -23,6 +23,7 @@ pub fn read(paths: &[PathBuf], config: &Config, now: SystemTime) -> Read {
         return out;
     }
     let loaded = super::check::load(paths);
+    let mut valid = Vec::new();
     out.errors.extend(loaded.errors);
     for f in &loaded.services {
         out.errors.push(format!(
@@ -54,7 +55,7 @@ pub fn read(paths: &[PathBuf], config: &Config, now: SystemTime) -> Read {
         }
         let found = problems(&e, config, now);
         if found.is_empty() {
-            out.exceptions.push(e);
+            valid.push(e);
         } else {
             out.errors.push(format!(
                 "{origin}: LBGuardException {} is not valid: {}",
@@ -63,5 +64,6 @@ pub fn read(paths: &[PathBuf], config: &Config, now: SystemTime) -> Read {
             ));
         }
     }
+    out.exceptions = valid.into();
     out
 }

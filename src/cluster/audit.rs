@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use super::ClusterState;
 use crate::config::{Config, ProviderChoice};
-use crate::engine::exceptions::{self, Applied, Exception, Subject};
+use crate::engine::exceptions::{self, Applied, ExceptionSet, Subject};
 use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate};
 use crate::providers::{Provider, catalog};
 use crate::rules::Action;
@@ -84,16 +84,18 @@ impl Report {
     }
 }
 
+static NO_EXCEPTIONS: ExceptionSet = ExceptionSet::EMPTY;
+
 /// What the audit reads besides the cluster view: the exceptions and the time.
 pub struct Granted<'a> {
-    pub exceptions: &'a [Exception],
+    pub exceptions: &'a ExceptionSet,
     pub now: SystemTime,
 }
 
 impl Granted<'_> {
     pub fn none() -> Granted<'static> {
         Granted {
-            exceptions: &[],
+            exceptions: &NO_EXCEPTIONS,
             now: SystemTime::now(),
         }
     }
@@ -114,7 +116,7 @@ pub fn audit(
             .duration_since(UNIX_EPOCH)
             .map_or(0, |d| d.as_secs()),
         expiring_exceptions: exceptions::expiring(
-            granted.exceptions,
+            granted.exceptions.all(),
             config,
             granted.now,
             exceptions::EXPIRING_WITHIN,

@@ -7,14 +7,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use arc_swap::ArcSwap;
-use futures::StreamExt;
+use futures::{FutureExt, StreamExt};
 use kube::api::{ApiResource, DynamicObject, GroupVersionKind};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use kube::{Api, Client};
 
 use super::watch::{OnError, Retry};
-use crate::vocab::exceptions::{Exception, GROUP, KIND, PLURAL, VERSION};
+use crate::vocab::exceptions::{Exception, ExceptionSet, GROUP, KIND, PLURAL, VERSION};
 
 /// At most this many exceptions are held; past it the rest (by namespace/name) are left
 /// out and a warning is logged. Each is a few hundred bytes.
@@ -25,13 +25,13 @@ pub const WATCH_KIND: &str = PLURAL;
 
 #[derive(Default)]
 pub struct ExceptionStore {
-    current: ArcSwap<Vec<Exception>>,
+    current: ArcSwap<ExceptionSet>,
     /// The first list has arrived.
     synced: AtomicBool,
 }
 
 impl ExceptionStore {
-    pub fn snapshot(&self) -> Arc<Vec<Exception>> {
+    pub fn snapshot(&self) -> Arc<ExceptionSet> {
         self.current.load_full()
     }
 
@@ -41,7 +41,7 @@ impl ExceptionStore {
 
     /// Replaces the held set (at most `MAX_EXCEPTIONS`: `insert` keeps it so).
     pub fn replace(&self, all: &BTreeMap<(String, String), Exception>) {
-        let items: Vec<Exception> = all.values().take(MAX_EXCEPTIONS).cloned().collect();
+        let items: ExceptionSet = all.values().take(MAX_EXCEPTIONS).cloned().collect();
         self.current.store(Arc::new(items));
     }
 }
@@ -101,45 +101,79 @@ pub fn spawn(client: Client, store: Arc<ExceptionStore>, retry: Retry, on_error:
         let mut stream = watcher::watcher(api, watcher::Config::default())
             .backoff(retry)
             .boxed();
-        let mut all = BTreeMap::new();
-        let mut relist: Option<BTreeMap<(String, String), Exception>> = None;
-        let mut full = false;
+        let mut held = Held::default();
         while let Some(event) = stream.next().await {
-            match event {
-                Ok(Event::Init) => relist = Some(BTreeMap::new()),
-                Ok(Event::InitApply(o)) => {
-                    if let (Some(r), Some(e)) = (relist.as_mut(), read(&o)) {
-                        insert(r, key(&o), e, &mut full);
-                    }
-                }
-                Ok(Event::InitDone) => {
-                    if let Some(r) = relist.take() {
-                        all = r;
-                    }
-                    store.replace(&all);
-                    store.synced.store(true, Ordering::Release);
-                    tracing::info!(count = all.len(), "LBGuardException watch synced");
-                }
-                Ok(Event::Apply(o)) => {
-                    match read(&o) {
-                        Some(e) => insert(&mut all, key(&o), e, &mut full),
-                        None => {
-                            all.remove(&key(&o));
-                        }
-                    }
-                    store.replace(&all);
-                }
-                Ok(Event::Delete(o)) => {
-                    all.remove(&key(&o));
-                    store.replace(&all);
-                }
-                Err(e) => {
-                    on_error(WATCH_KIND);
-                    tracing::warn!(error = %e, "LBGuardException watch failed (is the CRD installed?); keeping the last set and retrying");
-                }
+            let mut changed = held.handle(event, &on_error);
+            // Events already waiting are taken before the set is swapped: each swap copies
+            // every held exception, and a burst (a GitOps sync) needs only one.
+            while let Some(Some(event)) = stream.next().now_or_never() {
+                changed |= held.handle(event, &on_error);
+            }
+            if changed {
+                store.replace(&held.all);
+            }
+            if held.synced && !store.synced() {
+                store.synced.store(true, Ordering::Release);
+                tracing::info!(count = held.all.len(), "LBGuardException watch synced");
             }
         }
     });
+}
+
+/// The watch's own copy, from which the store's snapshots are made.
+#[derive(Default)]
+struct Held {
+    all: BTreeMap<(String, String), Exception>,
+    relist: Option<BTreeMap<(String, String), Exception>>,
+    full: bool,
+    synced: bool,
+}
+
+impl Held {
+    /// Takes one watch event; whether the held set changed.
+    fn handle(
+        &mut self,
+        event: Result<Event<DynamicObject>, watcher::Error>,
+        on_error: &OnError,
+    ) -> bool {
+        match event {
+            Ok(Event::Init) => {
+                self.relist = Some(BTreeMap::new());
+                false
+            }
+            Ok(Event::InitApply(o)) => {
+                if let (Some(r), Some(e)) = (self.relist.as_mut(), read(&o)) {
+                    insert(r, key(&o), e, &mut self.full);
+                }
+                false
+            }
+            Ok(Event::InitDone) => {
+                if let Some(r) = self.relist.take() {
+                    self.all = r;
+                }
+                self.synced = true;
+                true
+            }
+            Ok(Event::Apply(o)) => {
+                match read(&o) {
+                    Some(e) => insert(&mut self.all, key(&o), e, &mut self.full),
+                    None => {
+                        self.all.remove(&key(&o));
+                    }
+                }
+                true
+            }
+            Ok(Event::Delete(o)) => {
+                self.all.remove(&key(&o));
+                true
+            }
+            Err(e) => {
+                on_error(WATCH_KIND);
+                tracing::warn!(error = %e, "LBGuardException watch failed (is the CRD installed?); keeping the last set and retrying");
+                false
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -174,9 +208,48 @@ mod tests {
         store.replace(&all);
         let snap = store.snapshot();
         assert_eq!(snap.len(), MAX_EXCEPTIONS);
-        assert_eq!(snap[0].key(), "shop/e00000");
+        assert_eq!(snap.all()[0].key(), "shop/e00000");
         let mut bad = object("shop", "bad");
         bad.data["spec"]["rules"] = json!("not a list");
         assert!(read(&bad).is_none());
+    }
+
+    #[test]
+    fn a_relist_replaces_the_set_and_later_events_change_it() {
+        let errors = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = Arc::clone(&errors);
+        let on_error: OnError = Arc::new(move |_| {
+            counted.fetch_add(1, Ordering::Relaxed);
+        });
+        let mut held = Held::default();
+        held.all.insert(
+            ("old".into(), "gone".into()),
+            read(&object("old", "gone")).unwrap(),
+        );
+        assert!(!held.handle(Ok(Event::Init), &on_error));
+        assert!(!held.handle(Ok(Event::InitApply(object("shop", "a"))), &on_error));
+        assert!(!held.handle(Ok(Event::InitApply(object("shop", "b"))), &on_error));
+        assert!(!held.synced, "not before the list is whole");
+        assert!(held.handle(Ok(Event::InitDone), &on_error));
+        assert!(held.synced);
+        let keys = |h: &Held| {
+            h.all
+                .keys()
+                .map(|(ns, n)| format!("{ns}/{n}"))
+                .collect::<Vec<_>>()
+        };
+        assert_eq!(
+            keys(&held),
+            ["shop/a", "shop/b"],
+            "the relist replaced the old set"
+        );
+        let mut bad = object("shop", "a");
+        bad.data["spec"]["rules"] = json!("not a list");
+        assert!(held.handle(Ok(Event::Apply(bad)), &on_error));
+        assert!(held.handle(Ok(Event::Delete(object("shop", "b"))), &on_error));
+        assert!(held.all.is_empty(), "an unreadable edit covers nothing");
+        let failed = watcher::Error::NoResourceVersion;
+        assert!(!held.handle(Err(failed), &on_error));
+        assert_eq!(errors.load(Ordering::Relaxed), 1);
     }
 }

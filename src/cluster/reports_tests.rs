@@ -184,7 +184,7 @@ fn exempted_report() -> Report {
     report_granted(
         &services(),
         &crate::cluster::audit::Granted {
-            exceptions: &[e],
+            exceptions: &crate::engine::exceptions::ExceptionSet::from(vec![e]),
             now,
         },
     )

@@ -9,7 +9,7 @@ use serde::Serialize;
 use super::{Input, Verdict};
 use crate::rules::registry;
 use crate::vocab::config::Config;
-pub use crate::vocab::exceptions::{Exception, format_time, parse_time};
+pub use crate::vocab::exceptions::{Exception, ExceptionSet, format_time, parse_time};
 use crate::vocab::exceptions::{KIND, WILDCARD};
 
 /// The rule whose findings involve two Services: an exception covers such a finding only
@@ -204,21 +204,26 @@ impl<'a> Subject<'a> {
 
 /// Marks every finding of `verdict` that an active exception covers. A finding that names
 /// another Service (a shared listener port) is covered only when an active exception in
-/// that Service's namespace names it for the same rule.
+/// that Service's namespace names it for the same rule. Only the Services' own namespaces'
+/// exceptions are read.
 pub fn apply(
     verdict: &mut Verdict,
     subject: &Subject,
-    exceptions: &[Exception],
+    exceptions: &ExceptionSet,
     config: &Config,
     now: SystemTime,
 ) {
-    if exceptions.is_empty() {
+    if verdict.violations.is_empty() {
         return;
     }
     let live: Vec<&Exception> = exceptions
+        .in_namespace(subject.namespace)
         .iter()
         .filter(|e| active(e, config, now))
         .collect();
+    if live.is_empty() {
+        return;
+    }
     for v in verdict
         .violations
         .iter_mut()
@@ -231,7 +236,7 @@ pub fn apply(
             continue;
         };
         if let Some(peer) = &v.peer
-            && !peer_covered(&live, peer, v.rule, config)
+            && !peer_covered(exceptions, peer, v.rule, config, now)
         {
             continue;
         }
@@ -240,12 +245,20 @@ pub fn apply(
 }
 
 /// Whether an active exception names `peer` (namespace/name) for `rule`.
-pub fn peer_covered(live: &[&Exception], peer: &str, rule: &str, config: &Config) -> bool {
+pub fn peer_covered(
+    exceptions: &ExceptionSet,
+    peer: &str,
+    rule: &str,
+    config: &Config,
+    now: SystemTime,
+) -> bool {
     let Some((ns, name)) = peer.split_once('/') else {
         return false;
     };
-    live.iter()
-        .any(|e| covers_rule(e, rule, config) && names(e, ns, name))
+    exceptions
+        .in_namespace(ns)
+        .iter()
+        .any(|e| active(e, config, now) && covers_rule(e, rule, config) && names(e, ns, name))
 }
 
 /// Whether the exceptions let `subject` share a listener port with `holder` (namespace/name):
@@ -253,19 +266,19 @@ pub fn peer_covered(live: &[&Exception], peer: &str, rule: &str, config: &Config
 pub fn shared_port_allowed(
     subject: &Subject,
     holder: &str,
-    exceptions: &[Exception],
+    exceptions: &ExceptionSet,
     config: &Config,
     now: SystemTime,
 ) -> Option<Applied> {
-    let live: Vec<&Exception> = exceptions
+    let mine = exceptions
+        .in_namespace(subject.namespace)
         .iter()
-        .filter(|e| active(e, config, now))
-        .collect();
-    let mine = live.iter().find(|e| {
-        covers_rule(e, SHARED_PORT_RULE, config)
-            && covers_service(e, config, subject.namespace, subject.name, subject.labels)
-    })?;
-    peer_covered(&live, holder, SHARED_PORT_RULE, config).then(|| Applied::of(mine))
+        .find(|e| {
+            active(e, config, now)
+                && covers_rule(e, SHARED_PORT_RULE, config)
+                && covers_service(e, config, subject.namespace, subject.name, subject.labels)
+        })?;
+    peer_covered(exceptions, holder, SHARED_PORT_RULE, config, now).then(|| Applied::of(mine))
 }
 
 /// Exceptions still active that expire within `within` of `now`, soonest first.

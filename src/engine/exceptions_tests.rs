@@ -15,6 +15,10 @@ fn now() -> SystemTime {
     parse_time("2026-12-02T12:00:00Z").unwrap()
 }
 
+fn set<const N: usize>(exceptions: [Exception; N]) -> ExceptionSet {
+    ExceptionSet::from(Vec::from(exceptions))
+}
+
 fn exception(ns: &str, name: &str, spec: serde_json::Value) -> Exception {
     let v = json!({"apiVersion": "lbguard.io/v1alpha1", "kind": "LBGuardException",
         "metadata": {"name": name, "namespace": ns, "creationTimestamp": "2026-12-01T12:00:00Z"},
@@ -63,7 +67,7 @@ fn a_covering_exception_turns_the_denial_into_a_warning_that_names_it() {
     apply(
         &mut v,
         &subject("shop", "web", &labels),
-        &[e],
+        &set([e]),
         &config,
         now(),
     );
@@ -130,7 +134,7 @@ fn an_exception_covers_only_its_rules_its_namespace_and_its_services() {
         apply(
             &mut v,
             &subject("shop", "web", &labels),
-            std::slice::from_ref(&e),
+            &set([e.clone()]),
             &config,
             now(),
         );
@@ -147,7 +151,7 @@ fn an_exception_covers_only_its_rules_its_namespace_and_its_services() {
     apply(
         &mut v,
         &subject("shop", "web", &labels),
-        &[e],
+        &set([e]),
         &config,
         now(),
     );
@@ -168,7 +172,7 @@ fn the_config_decides_what_no_exception_covers() {
     apply(
         &mut v,
         &subject("shop", "web", &labels),
-        std::slice::from_ref(&e),
+        &set([e.clone()]),
         &config,
         now(),
     );
@@ -180,7 +184,7 @@ fn the_config_decides_what_no_exception_covers() {
     apply(
         &mut v,
         &subject("shop", "web", &labels),
-        &[wild.clone()],
+        &set([wild.clone()]),
         &cfg(""),
         now(),
     );
@@ -190,7 +194,7 @@ fn the_config_decides_what_no_exception_covers() {
     apply(
         &mut v,
         &subject("shop", "web", &labels),
-        &[wild],
+        &set([wild]),
         &config,
         now(),
     );
@@ -224,7 +228,7 @@ fn a_shared_port_is_let_through_only_when_both_services_are_named() {
     apply(
         &mut v,
         &subject("shop", "b", &labels),
-        std::slice::from_ref(&mine),
+        &set([mine.clone()]),
         &config,
         now(),
     );
@@ -243,7 +247,7 @@ fn a_shared_port_is_let_through_only_when_both_services_are_named() {
     apply(
         &mut v,
         &subject("shop", "b", &labels),
-        &[mine.clone(), theirs.clone()],
+        &set([mine.clone(), theirs.clone()]),
         &config,
         now(),
     );
@@ -252,7 +256,7 @@ fn a_shared_port_is_let_through_only_when_both_services_are_named() {
         shared_port_allowed(
             &subject("shop", "b", &labels),
             "shop/a",
-            &[mine.clone(), theirs],
+            &set([mine.clone(), theirs]),
             &config,
             now()
         )
@@ -262,7 +266,7 @@ fn a_shared_port_is_let_through_only_when_both_services_are_named() {
         shared_port_allowed(
             &subject("shop", "b", &labels),
             "shop/a",
-            &[mine],
+            &set([mine]),
             &config,
             now()
         )
@@ -381,7 +385,7 @@ fn the_cap_counts_from_creation_and_selectors_must_select() {
         apply(
             &mut v,
             &subject("shop", "web", &labels),
-            &[e],
+            &set([e]),
             &config,
             now(),
         );
@@ -430,7 +434,7 @@ fn a_listener_another_service_owns_needs_that_service_named_too() {
         apply(
             &mut v,
             &subject("shop", "b", &labels),
-            exceptions,
+            &ExceptionSet::from(exceptions.to_vec()),
             &config,
             now(),
         );

@@ -37,7 +37,7 @@ impl App {
             &inventory,
             &granted,
         );
-        exceptions_metric(&self.metrics, &exceptions, &self.config, granted.now);
+        exceptions_metric(&self.metrics, exceptions.all(), &self.config, granted.now);
         for e in &report.expiring_exceptions {
             tracing::debug!(
                 namespace = %e.namespace,
@@ -131,7 +131,7 @@ pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
             }
             if let (true, Some(client)) = (app.config.exceptions.events, &client) {
                 let all = app.exceptions.snapshot();
-                events::exceptions_expired(client, &all, &mut announced).await;
+                events::exceptions_expired(client, all.all(), &mut announced).await;
             }
             if let Some(client) = &client {
                 let report = app.report.load_full();

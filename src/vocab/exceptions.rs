@@ -178,6 +178,51 @@ impl Exception {
     }
 }
 
+/// Exceptions ordered by namespace and name: a request finds its namespace's few by a binary
+/// search instead of reading every one the cluster holds.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ExceptionSet {
+    items: Vec<Exception>,
+}
+
+impl ExceptionSet {
+    pub const EMPTY: ExceptionSet = ExceptionSet { items: Vec::new() };
+
+    pub fn all(&self) -> &[Exception] {
+        &self.items
+    }
+
+    pub fn len(&self) -> usize {
+        self.items.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.items.is_empty()
+    }
+
+    /// Those in `namespace`.
+    pub fn in_namespace(&self, namespace: &str) -> &[Exception] {
+        let start = self
+            .items
+            .partition_point(|e| e.namespace.as_str() < namespace);
+        let len = self.items[start..].partition_point(|e| e.namespace == namespace);
+        &self.items[start..start + len]
+    }
+}
+
+impl From<Vec<Exception>> for ExceptionSet {
+    fn from(mut items: Vec<Exception>) -> Self {
+        items.sort_by(|a, b| (&a.namespace, &a.name).cmp(&(&b.namespace, &b.name)));
+        Self { items }
+    }
+}
+
+impl FromIterator<Exception> for ExceptionSet {
+    fn from_iter<I: IntoIterator<Item = Exception>>(iter: I) -> Self {
+        Self::from(iter.into_iter().collect::<Vec<_>>())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,6 +261,32 @@ mod tests {
         let mut none = e.clone();
         none.spec.services.selector = None;
         assert!(!none.selects(&labels("app", "web")));
+    }
+
+    #[test]
+    fn a_set_finds_a_namespace_s_exceptions_whatever_the_order_given() {
+        let e = |ns: &str, name: &str| {
+            Exception::from_value(&json!({"apiVersion": "lbguard.io/v1alpha1",
+                "kind": "LBGuardException", "metadata": {"name": name, "namespace": ns},
+                "spec": {}}))
+            .unwrap()
+            .unwrap()
+        };
+        let set = ExceptionSet::from(vec![
+            e("shop", "b"),
+            e("a", "x"),
+            e("shop", "a"),
+            e("shop-2", "a"),
+            e("z", "x"),
+        ]);
+        let keys = |s: &[Exception]| s.iter().map(Exception::key).collect::<Vec<_>>();
+        assert_eq!(keys(set.in_namespace("shop")), ["shop/a", "shop/b"]);
+        assert_eq!(keys(set.in_namespace("a")), ["a/x"]);
+        assert_eq!(keys(set.in_namespace("z")), ["z/x"]);
+        assert!(set.in_namespace("sho").is_empty());
+        assert!(set.in_namespace("zz").is_empty());
+        assert!(ExceptionSet::EMPTY.in_namespace("shop").is_empty());
+        assert_eq!(set.len(), 5);
     }
 
     #[test]

@@ -6,10 +6,13 @@
 //! - `claims`: what listener claims add to one /validate admission, against the in-memory
 //!   Lease API (the API server's own write time comes on top), and that Services without a
 //!   reused load balancer send nothing.
+//! - `exceptions`: what N held `LBGuardException`s cost a request with a finding and a watch
+//!   event, and their memory (each size in its own process).
 
 mod bare;
 mod cache;
 mod claims;
+mod exceptions;
 mod http;
 
 use cache::{Row, measure};
@@ -65,6 +68,23 @@ enum Cmd {
         tls_cert: std::path::PathBuf,
         #[arg(long)]
         tls_key: std::path::PathBuf,
+    },
+    /// The cost of held `LBGuardException`s per request with a finding and per watch event.
+    Exceptions {
+        /// Numbers of held exceptions (the store holds at most 10,000).
+        #[arg(long, value_delimiter = ',', default_value = "0,100,1000,10000")]
+        sizes: Vec<usize>,
+        /// Namespaces the exceptions are spread over (1: all in the probe's).
+        #[arg(long, default_value_t = 100)]
+        namespaces: usize,
+        /// Requests timed at each size.
+        #[arg(long, default_value_t = 20000)]
+        requests: usize,
+        #[arg(long)]
+        json: bool,
+        /// Internal: measure one size in this process.
+        #[arg(long, hide = true)]
+        one: Option<usize>,
     },
     /// The cost of listener claims per admission.
     Claims {
@@ -155,30 +175,9 @@ fn main() -> ExitCode {
                 );
                 return ExitCode::SUCCESS;
             }
-            let exe = std::env::current_exe().expect("own path");
-            let mut rows = Vec::new();
-            for n in sizes {
-                let out = Command::new(&exe)
-                    .args([
-                        "cache",
-                        "--one",
-                        &n.to_string(),
-                        "--requests",
-                        &requests.to_string(),
-                    ])
-                    .output()
-                    .expect("run child");
-                match serde_json::from_slice::<Row>(&out.stdout) {
-                    Ok(r) => rows.push(r),
-                    Err(e) => {
-                        eprintln!(
-                            "size {n} failed: {e}: {}",
-                            String::from_utf8_lossy(&out.stderr)
-                        );
-                        return ExitCode::FAILURE;
-                    }
-                }
-            }
+            let Some(rows) = each_size::<Row>("cache", &sizes, requests, &[]) else {
+                return ExitCode::FAILURE;
+            };
             if json {
                 println!(
                     "{}",
@@ -198,5 +197,70 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }
+        Cmd::Exceptions {
+            sizes,
+            namespaces,
+            requests,
+            json,
+            one,
+        } => {
+            if let Some(n) = one {
+                println!(
+                    "{}",
+                    serde_json::to_string(&exceptions::measure(n, namespaces, requests))
+                        .unwrap_or_default()
+                );
+                return ExitCode::SUCCESS;
+            }
+            let extra = ["--namespaces".to_string(), namespaces.to_string()];
+            let Some(rows) = each_size::<exceptions::Row>("exceptions", &sizes, requests, &extra)
+            else {
+                return ExitCode::FAILURE;
+            };
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).unwrap_or_default()
+                );
+            } else {
+                exceptions::print(&rows);
+            }
+            ExitCode::SUCCESS
+        }
     }
+}
+
+/// Runs `command --one N` in a fresh process for each size, so each size's memory is its own.
+fn each_size<R: serde::de::DeserializeOwned>(
+    command: &str,
+    sizes: &[usize],
+    requests: usize,
+    extra: &[String],
+) -> Option<Vec<R>> {
+    let exe = std::env::current_exe().expect("own path");
+    let mut rows = Vec::new();
+    for n in sizes {
+        let out = Command::new(&exe)
+            .args([
+                command,
+                "--one",
+                &n.to_string(),
+                "--requests",
+                &requests.to_string(),
+            ])
+            .args(extra)
+            .output()
+            .expect("run child");
+        match serde_json::from_slice::<R>(&out.stdout) {
+            Ok(r) => rows.push(r),
+            Err(e) => {
+                eprintln!(
+                    "size {n} failed: {e}: {}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+                return None;
+            }
+        }
+    }
+    Some(rows)
 }
