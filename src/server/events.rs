@@ -67,6 +67,25 @@ pub async fn publish(client: &kube::Client, app: &App, offending: &[Service]) {
 /// before (or lbguard was not running then), so a restart does not repeat them.
 pub const EXPIRED_EVENT_WINDOW: std::time::Duration = std::time::Duration::from_secs(24 * 3600);
 
+/// The Event's name for one expiry: the same on every replica, so the API server keeps one
+/// and a second replica's create is refused as already there. Within the 253 characters a
+/// name may have.
+pub fn expired_event_name(exception: &str, expires: std::time::SystemTime) -> String {
+    let secs = expires
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let suffix = format!(".expired-{secs:x}");
+    let mut head = exception.to_string();
+    let room = 253 - suffix.len();
+    if head.len() > room {
+        head.truncate(room);
+        while head.ends_with(['.', '-']) {
+            head.pop();
+        }
+    }
+    head + &suffix
+}
+
 /// Records one Event on each exception that expired since the last round; `announced`
 /// remembers which (namespace/name@expiry), only for exceptions that still exist.
 pub async fn exceptions_expired(
@@ -74,16 +93,17 @@ pub async fn exceptions_expired(
     all: &[crate::engine::exceptions::Exception],
     announced: &mut std::collections::HashSet<String>,
 ) {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+    use kube::api::{Api, PostParams};
+
     use crate::vocab::exceptions::{GROUP, KIND, VERSION};
     let now = std::time::SystemTime::now();
     let key = |e: &crate::engine::exceptions::Exception| format!("{}@{}", e.key(), e.spec.expires);
     let present: std::collections::HashSet<String> = all.iter().map(key).collect();
     announced.retain(|k| present.contains(k));
-    let reporter = Reporter {
-        controller: "lbguard".into(),
-        instance: std::env::var("POD_NAME").ok(),
-    };
-    let recorder = Recorder::new(client.clone(), reporter);
+    let instance = std::env::var("POD_NAME").unwrap_or_else(|_| "lbguard".into());
     let due = crate::engine::exceptions::expired(all, now)
         .into_iter()
         .filter(|e| {
@@ -94,32 +114,79 @@ pub async fn exceptions_expired(
         .take(MAX_EVENTS_PER_ROUND)
         .collect::<Vec<_>>();
     for e in due {
-        let reference = k8s_openapi::api::core::v1::ObjectReference {
-            api_version: Some(format!("{GROUP}/{VERSION}")),
-            kind: Some(KIND.into()),
-            namespace: Some(e.namespace.clone()),
-            name: Some(e.name.clone()),
-            ..Default::default()
+        let Some(expires) = e.expires() else {
+            continue;
         };
-        let event = Event {
-            type_: EventType::Warning,
-            reason: "ExceptionExpired".into(),
+        let event = K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(expired_event_name(&e.name, expires)),
+                namespace: Some(e.namespace.clone()),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+            type_: Some("Warning".into()),
+            reason: Some("ExceptionExpired".into()),
+            action: Some("Audit".into()),
             note: Some(short(format!(
                 "{KIND} {} expired at {}: its Services are checked again for {}",
                 e.key(),
                 e.spec.expires,
                 e.spec.rules.join(", ")
             ))),
-            action: "Audit".into(),
-            secondary: None,
+            regarding: Some(ObjectReference {
+                api_version: Some(format!("{GROUP}/{VERSION}")),
+                kind: Some(KIND.into()),
+                namespace: Some(e.namespace.clone()),
+                name: Some(e.name.clone()),
+                ..Default::default()
+            }),
+            reporting_controller: Some("lbguard".into()),
+            reporting_instance: Some(instance.clone()),
+            ..Default::default()
         };
-        match recorder.publish(&event, &reference).await {
-            Ok(()) => {
+        let events: Api<K8sEvent> = Api::namespaced(client.clone(), &e.namespace);
+        match events.create(&PostParams::default(), &event).await {
+            Ok(_) => {
+                announced.insert(key(e));
+            }
+            // Another replica recorded this expiry first.
+            Err(kube::Error::Api(status)) if status.code == 409 => {
                 announced.insert(key(e));
             }
             Err(err) => {
                 tracing::warn!(error = %err, exception = %e.key(), "cannot record the expiry Event; retrying next round")
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn an_expiry_s_event_name_is_the_same_everywhere_and_a_valid_name() {
+        let t = UNIX_EPOCH + Duration::from_secs(1_796_860_800);
+        assert_eq!(expired_event_name("short", t), "short.expired-6b19eb80");
+        assert_eq!(
+            expired_event_name("short", t),
+            expired_event_name("short", t)
+        );
+        assert_ne!(
+            expired_event_name("short", t),
+            expired_event_name("short", t + Duration::from_secs(1)),
+            "a renewed exception's next expiry gets its own Event"
+        );
+        // The longest name an object may have, ending where the cut would leave a dash.
+        let long = format!("{}-{}", "a".repeat(235), "b".repeat(17));
+        let name = expired_event_name(&long, t);
+        assert!(name.len() <= 253, "{}", name.len());
+        assert!(name.ends_with(".expired-6b19eb80"), "{name}");
+        assert_eq!(
+            name,
+            format!("{}.expired-6b19eb80", "a".repeat(235)),
+            "no dash before the dot"
+        );
     }
 }
