@@ -123,3 +123,14 @@ pub fn measure(n: usize, requests: usize) -> Row {
         peak_rss_mib: status_kib("VmHWM:") / 1024.0,
     }
 }
+
+pub fn print(rows: &[Row]) {
+    println!("| cached Services | engine p50 | engine p99 | max | cache RSS | peak RSS |");
+    println!("|---:|---:|---:|---:|---:|---:|");
+    for r in rows {
+        println!(
+            "| {} | {:.1} µs | {:.1} µs | {:.1} µs | {:.1} MiB | {:.1} MiB |",
+            r.services, r.p50_us, r.p99_us, r.max_us, r.cache_rss_mib, r.peak_rss_mib
+        );
+    }
+}

@@ -15,7 +15,7 @@ mod claims;
 mod exceptions;
 mod http;
 
-use cache::{Row, measure};
+use cache::measure;
 
 use std::process::{Command, ExitCode};
 
@@ -26,6 +26,19 @@ use clap::{Parser, Subcommand};
 struct Cli {
     #[command(subcommand)]
     command: Cmd,
+}
+
+/// What every benchmark measured at several sizes takes.
+#[derive(clap::Args)]
+struct SizedArgs {
+    /// Requests timed at each size.
+    #[arg(long, default_value_t = 20000)]
+    requests: usize,
+    #[arg(long)]
+    json: bool,
+    /// Internal: measure one size in this process.
+    #[arg(long, hide = true)]
+    one: Option<usize>,
 }
 
 #[derive(Subcommand)]
@@ -49,14 +62,8 @@ enum Cmd {
         /// Cluster sizes (cached LoadBalancer Services).
         #[arg(long, value_delimiter = ',', default_value = "100,10000,100000")]
         sizes: Vec<usize>,
-        /// Requests timed at each size.
-        #[arg(long, default_value_t = 20000)]
-        requests: usize,
-        #[arg(long)]
-        json: bool,
-        /// Internal: measure one size in this process.
-        #[arg(long, hide = true)]
-        one: Option<usize>,
+        #[command(flatten)]
+        run: SizedArgs,
     },
     /// A bare hyper + rustls server (no axum, metrics or logs) that parses each review into
     /// a `serde_json::Value` and answers "allowed": the floor `scripts/bench-http` compares
@@ -77,14 +84,8 @@ enum Cmd {
         /// Namespaces the exceptions are spread over (1: all in the probe's).
         #[arg(long, default_value_t = 100)]
         namespaces: usize,
-        /// Requests timed at each size.
-        #[arg(long, default_value_t = 20000)]
-        requests: usize,
-        #[arg(long)]
-        json: bool,
-        /// Internal: measure one size in this process.
-        #[arg(long, hide = true)]
-        one: Option<usize>,
+        #[command(flatten)]
+        run: SizedArgs,
     },
     /// The cost of listener claims per admission.
     Claims {
@@ -162,72 +163,71 @@ fn main() -> ExitCode {
                 }
             }
         }
-        Cmd::Cache {
-            sizes,
-            requests,
-            json,
-            one,
-        } => {
-            if let Some(n) = one {
-                println!(
-                    "{}",
-                    serde_json::to_string(&measure(n, requests)).unwrap_or_default()
-                );
-                return ExitCode::SUCCESS;
-            }
-            let Some(rows) = each_size::<Row>("cache", &sizes, requests, &[]) else {
-                return ExitCode::FAILURE;
-            };
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).unwrap_or_default()
-                );
-            } else {
-                println!(
-                    "| cached Services | engine p50 | engine p99 | max | cache RSS | peak RSS |"
-                );
-                println!("|---:|---:|---:|---:|---:|---:|");
-                for r in &rows {
-                    println!(
-                        "| {} | {:.1} µs | {:.1} µs | {:.1} µs | {:.1} MiB | {:.1} MiB |",
-                        r.services, r.p50_us, r.p99_us, r.max_us, r.cache_rss_mib, r.peak_rss_mib
-                    );
-                }
-            }
-            ExitCode::SUCCESS
-        }
+        Cmd::Cache { sizes, run } => by_size(
+            Sized {
+                command: "cache",
+                sizes: &sizes,
+                extra: &[],
+                run: &run,
+            },
+            |n| measure(n, run.requests),
+            cache::print,
+        ),
         Cmd::Exceptions {
             sizes,
             namespaces,
-            requests,
-            json,
-            one,
-        } => {
-            if let Some(n) = one {
-                println!(
-                    "{}",
-                    serde_json::to_string(&exceptions::measure(n, namespaces, requests))
-                        .unwrap_or_default()
-                );
-                return ExitCode::SUCCESS;
-            }
-            let extra = ["--namespaces".to_string(), namespaces.to_string()];
-            let Some(rows) = each_size::<exceptions::Row>("exceptions", &sizes, requests, &extra)
-            else {
-                return ExitCode::FAILURE;
-            };
-            if json {
-                println!(
-                    "{}",
-                    serde_json::to_string_pretty(&rows).unwrap_or_default()
-                );
-            } else {
-                exceptions::print(&rows);
-            }
-            ExitCode::SUCCESS
-        }
+            run,
+        } => by_size(
+            Sized {
+                command: "exceptions",
+                sizes: &sizes,
+                extra: &["--namespaces".to_string(), namespaces.to_string()],
+                run: &run,
+            },
+            |n| exceptions::measure(n, namespaces, run.requests),
+            exceptions::print,
+        ),
     }
+}
+
+/// A benchmark measured at several sizes, each in its own process.
+struct Sized<'a> {
+    command: &'a str,
+    sizes: &'a [usize],
+    /// The child's arguments besides the size and the requests.
+    extra: &'a [String],
+    run: &'a SizedArgs,
+}
+
+/// In the child, measures its one size and prints it as JSON; in the parent, runs a child
+/// for each size and prints the rows.
+fn by_size<R: serde::Serialize + serde::de::DeserializeOwned>(
+    run: Sized,
+    measure: impl Fn(usize) -> R,
+    print: fn(&[R]),
+) -> ExitCode {
+    let Sized {
+        command,
+        sizes,
+        extra,
+        run,
+    } = run;
+    if let Some(n) = run.one {
+        println!("{}", serde_json::to_string(&measure(n)).unwrap_or_default());
+        return ExitCode::SUCCESS;
+    }
+    let Some(rows) = each_size::<R>(command, sizes, run.requests, extra) else {
+        return ExitCode::FAILURE;
+    };
+    if run.json {
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&rows).unwrap_or_default()
+        );
+    } else {
+        print(&rows);
+    }
+    ExitCode::SUCCESS
 }
 
 /// Runs `command --one N` in a fresh process for each size, so each size's memory is its own.
