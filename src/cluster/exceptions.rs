@@ -39,10 +39,14 @@ impl ExceptionStore {
         self.synced.load(Ordering::Acquire)
     }
 
-    /// Replaces the held set (at most `MAX_EXCEPTIONS`: `insert` keeps it so).
+    /// Replaces the held set (at most `MAX_EXCEPTIONS`: `insert` keeps it so). The watch
+    /// swaps in a set only once its first list is whole, so the first swap is the sync.
     pub fn replace(&self, all: &BTreeMap<(String, String), Exception>) {
         let items: ExceptionSet = all.values().take(MAX_EXCEPTIONS).cloned().collect();
         self.current.store(Arc::new(items));
+        if !self.synced.swap(true, Ordering::AcqRel) {
+            tracing::info!(count = all.len(), "LBGuardException watch synced");
+        }
     }
 }
 
@@ -112,10 +116,6 @@ pub fn spawn(client: Client, store: Arc<ExceptionStore>, retry: Retry, on_error:
             if changed {
                 store.replace(&held.all);
             }
-            if held.synced && !store.synced() {
-                store.synced.store(true, Ordering::Release);
-                tracing::info!(count = held.all.len(), "LBGuardException watch synced");
-            }
         }
     });
 }
@@ -126,11 +126,11 @@ struct Held {
     all: BTreeMap<(String, String), Exception>,
     relist: Option<BTreeMap<(String, String), Exception>>,
     full: bool,
-    synced: bool,
 }
 
 impl Held {
-    /// Takes one watch event; whether the held set changed.
+    /// Takes one watch event; whether the held set changed (never before the first list is
+    /// whole: only then may the store be swapped).
     fn handle(
         &mut self,
         event: Result<Event<DynamicObject>, watcher::Error>,
@@ -151,7 +151,6 @@ impl Held {
                 if let Some(r) = self.relist.take() {
                     self.all = r;
                 }
-                self.synced = true;
                 true
             }
             Ok(Event::Apply(o)) => {
@@ -221,17 +220,25 @@ mod tests {
         let on_error: OnError = Arc::new(move |_| {
             counted.fetch_add(1, Ordering::Relaxed);
         });
+        let store = ExceptionStore::default();
         let mut held = Held::default();
+        let take = |held: &mut Held, event| {
+            let changed = held.handle(event, &on_error);
+            if changed {
+                store.replace(&held.all);
+            }
+            changed
+        };
         held.all.insert(
             ("old".into(), "gone".into()),
             read(&object("old", "gone")).unwrap(),
         );
-        assert!(!held.handle(Ok(Event::Init), &on_error));
-        assert!(!held.handle(Ok(Event::InitApply(object("shop", "a"))), &on_error));
-        assert!(!held.handle(Ok(Event::InitApply(object("shop", "b"))), &on_error));
-        assert!(!held.synced, "not before the list is whole");
-        assert!(held.handle(Ok(Event::InitDone), &on_error));
-        assert!(held.synced);
+        assert!(!take(&mut held, Ok(Event::Init)));
+        assert!(!take(&mut held, Ok(Event::InitApply(object("shop", "a")))));
+        assert!(!take(&mut held, Ok(Event::InitApply(object("shop", "b")))));
+        assert!(!store.synced(), "not before the list is whole");
+        assert!(take(&mut held, Ok(Event::InitDone)));
+        assert!(store.synced());
         let keys = |h: &Held| {
             h.all
                 .keys()
@@ -245,11 +252,11 @@ mod tests {
         );
         let mut bad = object("shop", "a");
         bad.data["spec"]["rules"] = json!("not a list");
-        assert!(held.handle(Ok(Event::Apply(bad)), &on_error));
-        assert!(held.handle(Ok(Event::Delete(object("shop", "b"))), &on_error));
+        assert!(take(&mut held, Ok(Event::Apply(bad))));
+        assert!(take(&mut held, Ok(Event::Delete(object("shop", "b")))));
         assert!(held.all.is_empty(), "an unreadable edit covers nothing");
         let failed = watcher::Error::NoResourceVersion;
-        assert!(!held.handle(Err(failed), &on_error));
+        assert!(!take(&mut held, Err(failed)));
         assert_eq!(errors.load(Ordering::Relaxed), 1);
     }
 }

@@ -14,10 +14,10 @@ use serde_json::{Value, json};
 use crate::Env;
 use crate::plane::{self, call};
 
-const SERVICES: usize = 500;
-const CLIENTS: usize = 8;
+pub const SERVICES: usize = 500;
+pub const CLIENTS: usize = 8;
 
-fn service(ns: &str, i: usize) -> Value {
+pub fn service(ns: &str, i: usize) -> Value {
     json!({
         "apiVersion": "v1", "kind": "Service",
         "metadata": {"name": format!("svc-{i}"), "namespace": ns, "annotations": {

@@ -105,20 +105,7 @@ async fn install_chart_crds(admin: &kube::Client) {
         for doc in lbguard::yaml::documents(&text) {
             let crd = doc.unwrap();
             apply_ok(admin, &crd).await;
-            plane::eventually(
-                Duration::from_secs(30),
-                "the chart's CRD is established",
-                || async {
-                    let r = plane::call(admin, "GET", &plane::object_path(&crd), None).await;
-                    r.body["status"]["conditions"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .any(|c| c["type"] == "Established" && c["status"] == "True")
-                        .then_some(())
-                },
-            )
-            .await;
+            plane::established(admin, &crd).await;
         }
     }
 }

@@ -50,20 +50,7 @@ pub async fn install_crds(admin: &kube::Client, group: &str) -> Vec<Value> {
         crds_dir().display()
     );
     for crd in &crds {
-        eventually(
-            Duration::from_secs(30),
-            "the CRD is established",
-            || async {
-                let r = call(admin, "GET", &plane::object_path(crd), None).await;
-                r.body["status"]["conditions"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .any(|c| c["type"] == "Established" && c["status"] == "True")
-                    .then_some(())
-            },
-        )
-        .await;
+        plane::established(admin, crd).await;
     }
     crds
 }

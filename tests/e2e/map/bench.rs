@@ -1,19 +1,5 @@
 use super::*;
-use crate::bench::{Run, buckets, clear, creates_with, quantile};
-
-const SERVICES: usize = 500;
-const CLIENTS: usize = 8;
-
-fn service(ns: &str, i: usize) -> Value {
-    json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": format!("svc-{i}"), "namespace": ns, "annotations": {
-            "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id": format!("lb-bench-{ns}-{i}"),
-            "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-force-override-listeners": "false"}},
-        "spec": {"type": "LoadBalancer", "selector": {"app": "bench"}, "allocateLoadBalancerNodePorts": false,
-                 "ports": [{"name": "http", "port": 80, "targetPort": 8080, "protocol": "TCP"}]},
-    })
-}
+use crate::bench::{CLIENTS, Run, SERVICES, buckets, clear, creates_with, quantile, service};
 
 #[derive(Clone, Copy, PartialEq)]
 enum Mode {
