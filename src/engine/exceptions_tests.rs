@@ -43,6 +43,23 @@ fn subject<'a>(ns: &'a str, name: &'a str, labels: &'a BTreeMap<String, String>)
     }
 }
 
+/// `bad()`'s verdict once `exceptions` are applied, with the Service's labels as given.
+fn bad_with(
+    exceptions: &[Exception],
+    labels: &BTreeMap<String, String>,
+    config: &crate::vocab::config::Config,
+) -> crate::engine::Verdict {
+    let mut v = run(&bad(), config);
+    apply(
+        &mut v,
+        &subject("shop", "web", labels),
+        &ExceptionSet::from(exceptions.to_vec()),
+        config,
+        now(),
+    );
+    v
+}
+
 /// A Service `shop/web` that `address-type-value` denies.
 fn bad() -> crate::engine::Input {
     create(
@@ -130,14 +147,7 @@ fn an_exception_covers_only_its_rules_its_namespace_and_its_services() {
         ),
     ];
     for e in cases {
-        let mut v = run(&bad(), &config);
-        apply(
-            &mut v,
-            &subject("shop", "web", &labels),
-            &set([e.clone()]),
-            &config,
-            now(),
-        );
+        let v = bad_with(std::slice::from_ref(&e), &labels, &config);
         assert!(!v.allowed(), "{e:?} covered the finding");
     }
     // The selector that matches does.
@@ -147,14 +157,7 @@ fn an_exception_covers_only_its_rules_its_namespace_and_its_services() {
         "address-type-value",
         "2026-12-09T00:00:00Z",
     );
-    let mut v = run(&bad(), &config);
-    apply(
-        &mut v,
-        &subject("shop", "web", &labels),
-        &set([e]),
-        &config,
-        now(),
-    );
+    let v = bad_with(&[e], &labels, &config);
     assert!(v.allowed());
 }
 
@@ -168,36 +171,15 @@ fn the_config_decides_what_no_exception_covers() {
     );
     let labels = BTreeMap::new();
     let config = cfg("exceptions:\n  notExemptable: [address-type-value]\n");
-    let mut v = run(&bad(), &config);
-    apply(
-        &mut v,
-        &subject("shop", "web", &labels),
-        &set([e.clone()]),
-        &config,
-        now(),
-    );
+    let v = bad_with(std::slice::from_ref(&e), &labels, &config);
     assert!(!v.allowed());
     // A wildcard covers only when the config allows it.
     let mut wild = e;
     wild.spec.rules = vec!["*".into()];
-    let mut v = run(&bad(), &cfg(""));
-    apply(
-        &mut v,
-        &subject("shop", "web", &labels),
-        &set([wild.clone()]),
-        &cfg(""),
-        now(),
-    );
+    let v = bad_with(&[wild.clone()], &labels, &cfg(""));
     assert!(!v.allowed());
     let config = cfg("exceptions:\n  allowWildcard: true\n");
-    let mut v = run(&bad(), &config);
-    apply(
-        &mut v,
-        &subject("shop", "web", &labels),
-        &set([wild]),
-        &config,
-        now(),
-    );
+    let v = bad_with(&[wild], &labels, &config);
     assert!(v.allowed());
 }
 
