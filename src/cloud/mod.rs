@@ -233,7 +233,6 @@ impl Cloud {
         budget: Duration,
         patient: bool,
     ) -> View {
-        let deadline = Instant::now() + budget;
         let wanted: Vec<&String> = ids
             .iter()
             .filter(|id| {
@@ -242,8 +241,7 @@ impl Cloud {
             })
             .collect();
         let got =
-            futures::future::join_all(wanted.iter().map(|id| self.get(id, deadline, patient)))
-                .await;
+            futures::future::join_all(wanted.iter().map(|id| self.get(id, budget, patient))).await;
         let facts: HashMap<String, Result<Arc<Fact>, String>> = wanted
             .into_iter()
             .cloned()
@@ -267,11 +265,11 @@ impl Cloud {
     }
 
     /// The cached fact, or one call shared by every admission that asks meanwhile.
-    /// `patient`: wait for a rate-limit token until `deadline` instead of failing at once.
+    /// `patient`: wait for a rate-limit token within `budget` instead of failing at once.
     pub async fn get(
         self: &Arc<Self>,
         id: &str,
-        deadline: Instant,
+        budget: Duration,
         patient: bool,
     ) -> Result<Arc<Fact>, CloudError> {
         if !valid_id(id) {
@@ -280,7 +278,7 @@ impl Cloud {
         if let Some(fact) = self.cache.get(id, self.now(), self.max_age(id)) {
             return Ok(fact);
         }
-        let budget = deadline.saturating_duration_since(Instant::now());
+        let deadline = Instant::now() + budget;
         let mut rx = self.start(id, deadline, patient);
         let wait = async {
             loop {
@@ -293,9 +291,12 @@ impl Cloud {
             }
         };
         match tokio::time::timeout_at(deadline.into(), wait).await {
+            // Whichever timer fired first (this one, or a call's with what was left of the
+            // budget), the budget ran out: named as configured, not as what was left.
+            Ok(Err(CloudError::Timeout(_))) | Err(_) => {
+                Err(CloudError::Timeout(budget.as_millis()))
+            }
             Ok(r) => r,
-            // The budget as configured (a few microseconds went to getting here).
-            Err(_) => Err(CloudError::Timeout(budget.as_micros().div_ceil(1000))),
         }
     }
 
