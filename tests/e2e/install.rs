@@ -98,6 +98,25 @@ pub fn values(ca_pem: &str) -> Value {
     values
 }
 
+/// Waits until the API server serves a CRD just applied.
+pub async fn established(admin: &kube::Client, crd: &Value) {
+    let path = plane::object_path(crd);
+    plane::eventually(
+        Duration::from_secs(30),
+        &format!("{path} is established"),
+        || async {
+            let r = call(admin, "GET", &path, None).await;
+            r.body["status"]["conditions"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|c| c["type"] == "Established" && c["status"] == "True")
+                .then_some(())
+        },
+    )
+    .await;
+}
+
 /// The chart's crds/ (what `helm install` applies first), established.
 async fn install_chart_crds(admin: &kube::Client) {
     for e in std::fs::read_dir(format!("{CHART}/crds")).unwrap() {
@@ -105,7 +124,7 @@ async fn install_chart_crds(admin: &kube::Client) {
         for doc in lbguard::yaml::documents(&text) {
             let crd = doc.unwrap();
             apply_ok(admin, &crd).await;
-            plane::established(admin, &crd).await;
+            established(admin, &crd).await;
         }
     }
 }

@@ -568,25 +568,6 @@ pub async fn namespace(client: &kube::Client, name: &str) {
     .await;
 }
 
-/// Waits until the API server serves a CRD just applied.
-pub async fn established(admin: &kube::Client, crd: &Value) {
-    let path = object_path(crd);
-    eventually(
-        Duration::from_secs(30),
-        &format!("{path} is established"),
-        || async {
-            let r = call(admin, "GET", &path, None).await;
-            r.body["status"]["conditions"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .any(|c| c["type"] == "Established" && c["status"] == "True")
-                .then_some(())
-        },
-    )
-    .await;
-}
-
 /// Polls `f` every 100 ms until it gives `Some`, or panics with `what` after `limit`.
 pub async fn eventually<T, F, Fut>(limit: Duration, what: &str, mut f: F) -> T
 where

@@ -50,7 +50,7 @@ pub async fn install_crds(admin: &kube::Client, group: &str) -> Vec<Value> {
         crds_dir().display()
     );
     for crd in &crds {
-        plane::established(admin, crd).await;
+        crate::install::established(admin, crd).await;
     }
     crds
 }
