@@ -10,7 +10,6 @@
 
 use serde_json::{Map, Value};
 
-use crate::vocab::checks::protocol_entries;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, annotation_field};
 use crate::vocab::service::Svc;
@@ -120,27 +119,6 @@ fn public(obj: &Map<String, Value>, why: &mut Vec<String>) {
     }
 }
 
-/// The ELB protocol of each Service port: the `elb.protocol-port` entry for it, or else
-/// `spec.ports[].protocol` (TCP when unset), lower case.
-fn port_protocols(cat: &Catalog, svc: Svc) -> Vec<String> {
-    let entries = cat
-        .get(svc, "protocol-port")
-        .map(|a| protocol_entries(a.value).0)
-        .unwrap_or_default();
-    svc.ports()
-        .iter()
-        .map(|p| {
-            entries
-                .iter()
-                .find(|(_, port, _)| *port == Some(p.port))
-                .map_or_else(
-                    || p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
-                    |(proto, _, _)| proto.to_ascii_lowercase(),
-                )
-        })
-        .collect()
-}
-
 /// A dedicated ELB's zones and flavors: OTC:705-722, HWDOC-zh:352-382.
 fn dedicated(obj: &Map<String, Value>, cat: &Catalog, svc: Svc, why: &mut Vec<String>) {
     let zones_ok = get(obj, "available_zone")
@@ -153,8 +131,8 @@ fn dedicated(obj: &Map<String, Value>, cat: &Catalog, svc: Svc, why: &mut Vec<St
     if !zones_ok {
         why.push("a dedicated ELB (elb.class: performance) needs \"available_zone\", a non-empty array of zone names, e.g. [\"cn-north-4a\"]".into());
     }
-    let protocols = port_protocols(cat, svc);
-    let uses = |list: &[&str]| protocols.iter().any(|p| list.contains(&p.as_str()));
+    let protocols = super::listener_protocols(svc);
+    let uses = |list: &[&str]| protocols.iter().any(|(_, p)| list.contains(&p.as_str()));
     if uses(&["tcp", "udp"]) && !nonempty_str(obj, "l4_flavor_name") {
         why.push("a dedicated ELB with TCP or UDP ports needs \"l4_flavor_name\" (OTC: mandatory when TCP or UDP is used)".into());
     }

@@ -188,6 +188,29 @@ pub static RULES: &[Rule] = &[
     ),
 ];
 
+/// The listener protocol CCE gives each Service port, lower case: the `elb.protocol-port`
+/// entry for that port (http, https, tcp, udp, tls), else `spec.ports[].protocol` (TCP when
+/// unset). CCE makes one listener per Service port (otc-0385 Table 7).
+pub fn listener_protocols(svc: Svc) -> Vec<(i32, String)> {
+    let entries = CATALOG
+        .get(svc, "protocol-port")
+        .map(|a| protocol_entries(a.value).0)
+        .unwrap_or_default();
+    svc.ports()
+        .iter()
+        .map(|p| {
+            let proto = entries
+                .iter()
+                .find(|(_, port, _)| *port == Some(p.port))
+                .map_or_else(
+                    || p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
+                    |(proto, _, _)| proto.to_ascii_lowercase(),
+                );
+            (p.port, proto)
+        })
+        .collect()
+}
+
 fn layer7(cat: &Catalog, svc: Svc) -> bool {
     cat.get(svc, "protocol-port").is_some_and(|a| {
         protocol_entries(a.value)

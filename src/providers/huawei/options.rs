@@ -19,11 +19,14 @@ use crate::vocab::annotations::parse_int;
 use crate::vocab::service::Svc;
 
 /// Whole-number health-check fields: name, range and CCE's default (OTC-0385:731-741,
-/// HWDOC-zh:415-442).
-const NUMBERS: [(&str, i64, i64, i64); 3] = [
+/// HWDOC-zh:415-442). `max_retries_down` is not in CCE's table; when given it becomes the
+/// health monitor's max_retries_down, 1-10 (huaweicloudsdkelb 3.1.219
+/// v3/model/create_health_monitor_option.py).
+const NUMBERS: [(&str, i64, i64, i64); 4] = [
     ("delay", 1, 50, 5),
     ("timeout", 1, 50, 10),
     ("max_retries", 1, 10, 3),
+    ("max_retries_down", 1, 10, 3),
 ];
 
 /// OTC-0385:743-745, HWDOC-zh:453 (exact case, as the tables and examples write them).
@@ -33,6 +36,15 @@ const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "HTTP"];
 /// give 1-80 characters starting with "/"; HWDOC-zh's 2023 table said 1-10000, which the ELB
 /// API that CCE calls does not take.
 const PATH_MAX: usize = 80;
+
+/// The characters url_path takes besides letters and digits (huaweicloudsdkelb 3.1.219
+/// v3/model/create_health_monitor_option.py url_path 取值范围: "-/.%?#&" and "_;~!()*[]@$^:',+").
+const PATH_CHARS: &str = "-/.%?#&_;~!()*[]@$^:',+";
+
+/// expected_codes: a code, a list ("200,202") or a range ("200-204"), 1-64 characters
+/// (create_health_monitor_option.py expected_codes; huaweicloudDocs/elb@1d83a96
+/// 创建健康检查.md 最大长度64).
+const CODES_MAX: usize = 64;
 
 /// `session-affinity-option`'s `persistence_timeout`, in minutes (OTC-0385:801-803,
 /// HWDOC-zh:483-490): mandatory, 1-60.
@@ -52,7 +64,10 @@ pub fn json_fields(name: &str, value: &str, svc: Svc) -> Vec<String> {
         return out;
     };
     match (name, &v) {
-        ("health-check-option", Value::Object(o)) => health_check(o, "", &mut out),
+        ("health-check-option", Value::Object(o)) => {
+            health_check(o, "", &mut out);
+            fits_every_listener(o, svc, &mut out);
+        }
         ("health-check-options", Value::Object(_)) => {
             per_port(std::slice::from_ref(&v), svc, &mut out)
         }
@@ -94,13 +109,64 @@ fn health_check(o: &Map<String, Value>, at: &str, out: &mut Vec<String>) {
             "{at}\"protocol\" is {v}; CCE documents \"TCP\", \"UDP\" or \"HTTP\" (exact case)"
         ));
     }
-    if let Some(v) = field(o, "path")
-        && !v
+    if let Some(v) = field(o, "path") {
+        if !v
             .as_str()
             .is_some_and(|p| p.starts_with('/') && p.chars().count() <= PATH_MAX)
+        {
+            out.push(format!(
+                "{at}\"path\" is {v}; CCE documents a URL path of 1 to {PATH_MAX} characters starting with \"/\", e.g. \"path\": \"/healthz\""
+            ));
+        } else if let Some(bad) = v.as_str().and_then(|p| {
+            p.chars()
+                .find(|c| !c.is_ascii_alphanumeric() && !PATH_CHARS.contains(*c))
+        }) {
+            out.push(format!(
+                "{at}\"path\" is {v}: {bad:?} is a character the ELB API's url_path does not take (letters, digits and {PATH_CHARS}); the health monitor is refused, e.g. \"path\": \"/healthz\""
+            ));
+        }
+    }
+    if let Some(v) = field(o, "expected_codes")
+        && !v.as_str().is_some_and(codes_ok)
     {
         out.push(format!(
-            "{at}\"path\" is {v}; CCE documents a URL path of 1 to {PATH_MAX} characters starting with \"/\", e.g. \"path\": \"/healthz\""
+            "{at}\"expected_codes\" is {v}; the ELB API takes a status code, a list or a range of codes ({CODES_MAX} characters at most), e.g. \"200\", \"200,202\" or \"200-299\""
+        ));
+    }
+}
+
+/// `200`, `200,202`, `200-204` (and lists of codes and ranges).
+fn codes_ok(v: &str) -> bool {
+    let number = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_digit());
+    v.len() <= CODES_MAX
+        && v.split(',').all(|item| match item.split_once('-') {
+            Some((a, b)) => number(a) && number(b),
+            None => number(item),
+        })
+}
+
+/// The one health-check-option is every port's health monitor, so its protocol must suit
+/// every listener: a UDP pool is checked over UDP only, a TCP or HTTP(S) pool over TCP or HTTP
+/// (CCE: hw-0684 约束与限制 "TCP端口只能配置健康检查协议为TCP、HTTP,UDP端口必须配置健康检查协议为UDP";
+/// API: huaweicloudsdkelb 3.1.219 v3/model/create_health_monitor_option.py type, "若pool的protocol
+/// 为UDP，则type只能UDP_CONNECT").
+fn fits_every_listener(o: &Map<String, Value>, svc: Svc, out: &mut Vec<String>) {
+    let Some(p) = field(o, "protocol").and_then(Value::as_str) else {
+        return;
+    };
+    if !PROTOCOLS.contains(&p) {
+        return;
+    }
+    let misfits: Vec<String> = super::listener_protocols(svc)
+        .into_iter()
+        .filter(|(_, l)| (p == "UDP") != (l == "udp"))
+        .map(|(port, l)| format!("{port} ({l})"))
+        .collect();
+    if !misfits.is_empty() {
+        out.push(format!(
+            "\"protocol\" is \"{p}\" but ports {} take {}; the ELB refuses the health monitor. Use elb.health-check-options to give each port its own protocol",
+            misfits.join(", "),
+            if p == "UDP" { "a TCP or HTTP health check" } else { "a UDP health check" }
         ));
     }
 }

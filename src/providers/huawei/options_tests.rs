@@ -2,7 +2,9 @@
 //! networking/services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
 //! OTC-0684 = the same directory's configuring_health_check_on_multiple_loadbalancer_service_ports.rst;
 //! HWDOC-zh = huaweicloudDocs/cce@99b4f7e:cn.zh-cn/用户指南/Service-Annotations说明.md;
-//! ELB-API = huaweicloudDocs/elb@1d83a96:cn.zh-cn/API参考/创建健康检查.md.
+//! ELB-API = huaweicloudDocs/elb@1d83a96:cn.zh-cn/API参考/创建健康检查.md;
+//! SDK-HM = PyPI huaweicloudsdkelb 3.1.219 v3/model/create_health_monitor_option.py (the ELB v3
+//! CreateHealthMonitor reference); HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html.
 
 use rstest::rstest;
 
@@ -43,12 +45,63 @@ fn option(field: &str, value: &str) -> String {
 #[case::path_relative(r#"{"protocol":"HTTP","path":"healthz"}"#, Deny)]
 #[case::path_long(&format!(r#"{{"protocol":"HTTP","path":"/{}"}}"#, "a".repeat(80)), Deny)]
 #[case::path_80(&format!(r#"{{"protocol":"HTTP","path":"/{}"}}"#, "a".repeat(79)), Pass)]
+// SDK-HM url_path: letters, digits and -/.%?#& _;~!()*[]@$^:',+ (nothing else).
+#[case::path_every_char(r#"{"protocol":"HTTP","path":"/a-Z9/.%?#&_;~!()*[]@$^:',+"}"#, Pass)]
+#[case::path_query(r#"{"protocol":"HTTP","path":"/healthz?full"}"#, Pass)]
+#[case::path_space(r#"{"protocol":"HTTP","path":"/health z"}"#, Deny)]
+#[case::path_equals(r#"{"protocol":"HTTP","path":"/h?a=b"}"#, Deny)]
+#[case::path_quote(r#"{"protocol":"HTTP","path":"/h"x"}"#, Deny)]
+#[case::path_unicode(r#"{"protocol":"HTTP","path":"/健康"}"#, Deny)]
+// SDK-HM max_retries_down 1-10 (not in CCE's table; checked when given).
+#[case::retries_down_1(&option("max_retries_down", r#""1""#), Pass)]
+#[case::retries_down_10(&option("max_retries_down", "10"), Pass)]
+#[case::retries_down_0(&option("max_retries_down", "0"), Deny)]
+#[case::retries_down_11(&option("max_retries_down", r#""11""#), Deny)]
+// SDK-HM expected_codes: a code, a list or a range; ELB-API: at most 64 characters.
+#[case::codes_one(&option("expected_codes", r#""200""#), Pass)]
+#[case::codes_list(&option("expected_codes", r#""200,202""#), Pass)]
+#[case::codes_range(&option("expected_codes", r#""200-299""#), Pass)]
+#[case::codes_mixed(&option("expected_codes", r#""200-204,301""#), Pass)]
+#[case::codes_64(&option("expected_codes", &format!(r#""{}2000""#, "200,".repeat(15))), Pass)]
+#[case::codes_65(&option("expected_codes", &format!(r#""{}20000""#, "200,".repeat(15))), Deny)]
+#[case::codes_class(&option("expected_codes", r#""2xx""#), Deny)]
+#[case::codes_alibaba(&option("expected_codes", r#""http_2xx""#), Deny)]
+#[case::codes_space(&option("expected_codes", r#""200, 202""#), Deny)]
+#[case::codes_empty(&option("expected_codes", r#""""#), Deny)]
+#[case::codes_number(&option("expected_codes", "200"), Deny)]
 // A JSON object (OTC-0385 Table 16): not an array.
 #[case::array(&format!("[{OPTION}]"), Deny)]
 #[case::broken(r#"{"delay":5"#, Deny)]
 fn health_check_option(#[case] json: &str, #[case] want: Expect) {
     let s = lb().pa(Huawei, "health-check-option", json);
     expect(&create(s), &cfg(V), RULE, want);
+}
+
+/// One health-check-option is every port's health monitor: HW-0684 "TCP端口只能配置健康检查协议为
+/// TCP、HTTP,UDP端口必须配置健康检查协议为UDP"; SDK-HM type: a UDP pool takes UDP_CONNECT only.
+#[rstest]
+#[case::tcp_over_tcp(lb(), "TCP", Pass)]
+#[case::tcp_over_http(lb(), "HTTP", Pass)]
+#[case::tcp_over_udp(lb(), "UDP", Deny)]
+#[case::udp_over_udp(lb().only_port(53, "UDP"), "UDP", Pass)]
+#[case::udp_over_tcp(lb().only_port(53, "UDP"), "TCP", Deny)]
+#[case::udp_over_http(lb().only_port(53, "UDP"), "HTTP", Deny)]
+#[case::mixed_over_tcp(lb().port(53, "UDP"), "TCP", Deny)]
+#[case::mixed_over_udp(lb().port(53, "UDP"), "UDP", Deny)]
+#[case::http_listener_over_http(lb().pa(Huawei, "protocol-port", "http:80"), "HTTP", Pass)]
+#[case::https_listener_over_udp(lb().pa(Huawei, "protocol-port", "https:80"), "UDP", Deny)]
+fn health_check_option_suits_every_listener(
+    #[case] s: SvcBuilder,
+    #[case] protocol: &str,
+    #[case] want: Expect,
+) {
+    let json = format!(r#"{{"protocol":"{protocol}","delay":"5"}}"#);
+    expect(
+        &create(s.pa(Huawei, "health-check-option", &json)),
+        &cfg(V),
+        RULE,
+        want,
+    );
 }
 
 /// OTC-0684:45-64: CCE's example, two TCP ports 1 and 2.
