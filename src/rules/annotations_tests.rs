@@ -75,6 +75,11 @@ const VERSION: &str = "annotation-ccm-version";
 #[case::volc_unhealthy_2(Volcengine, "unhealthy-threshold", "2", Pass)]
 #[case::volc_unhealthy_10(Volcengine, "unhealthy-threshold", "10", Pass)]
 #[case::volc_unhealthy_11(Volcengine, "unhealthy-threshold", "11", Deny)]
+// :18 sync-fields: spec, the one value the table documents (docs/zh/usage_zh.md:18)
+#[case::volc_sync_fields(Volcengine, "sync-fields", "spec", Pass)]
+#[case::volc_sync_fields_case(Volcengine, "sync-fields", "Spec", Deny)]
+#[case::volc_sync_fields_other(Volcengine, "sync-fields", "bandwidth", Deny)]
+#[case::volc_sync_fields_empty(Volcengine, "sync-fields", "", Pass)]
 // :32 proxy-protocol standard | off
 #[case::volc_proxy_standard(Volcengine, "proxy-protocol", "standard", Pass)]
 #[case::volc_proxy_on(Volcengine, "proxy-protocol", "on", Deny)]
