@@ -3,6 +3,11 @@
 //! the Service to server groups made by hand and needs `-id`, `-server-group-id` and
 //! `-weight` together. None of them can change once the Service exists.
 
+#[path = "volcengine_create.rs"]
+mod create;
+
+pub use create::{dependent_annotations, dependent_annotations_cel};
+
 use super::data;
 use crate::vocab::cel;
 use crate::vocab::checks::{duplicates, require_version, version_too_old};

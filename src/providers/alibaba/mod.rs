@@ -32,6 +32,10 @@ pub static CATALOG: Catalog = Catalog {
 
 const ALIBABA: &[Provider] = &[Provider::Alibaba];
 
+/// `dependent-annotations` also holds Huawei's and Volcengine's parameters that go together
+/// (issue 39); each provider's own module checks its own.
+const DEPENDENT: &[Provider] = &[Provider::Alibaba, Provider::Huawei, Provider::Volcengine];
+
 pub static RULES: &[Rule] = &[
     Rule {
         id: "legacy-prefix-conflict",
@@ -57,14 +61,14 @@ pub static RULES: &[Rule] = &[
     },
     Rule {
         id: "dependent-annotations",
-        providers: ALIBABA,
+        providers: DEPENDENT,
         class: Class::Object,
         gate: Gate::Admit,
         default: Action::Deny,
-        title: "acl-status on needs acl-id; sticky-session on needs its type; insert needs cookie-timeout, server needs cookie; vswitch-id needs intranet",
-        source: "ACK CCM docs/usage.md",
+        title: "acl-status on needs acl-id; sticky-session on needs its type; insert needs cookie-timeout, server needs cookie; vswitch-id needs intranet (Alibaba). Huawei: health-check-flag on needs an option, not both options, no sticky session with SOURCE_IP, acl-id needs acl-status and acl-type. Volcengine: a new CLB needs subnet-id, slave-zone-id needs a different master-zone-id",
+        source: "ACK CCM docs/usage.md; Huawei: CCE's annotation table (cce_10_0385, cce_10_0684); Volcengine: the controller's table (volcengine-cloud-controller-manager docs/usage.md) and the CLB API's CreateLoadBalancer",
         check: Check::PerProvider(dependent_annotations),
-        vap: Vap::Cel(cel::dependent_annotations),
+        vap: Vap::Cel(dependent_annotations_cel),
     },
 ];
 
@@ -93,8 +97,23 @@ fn legacy_prefix_conflict(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) 
     }
 }
 
+fn dependent_annotations_cel(
+    v: &crate::vocab::rule::VapCtx,
+) -> Result<Vec<crate::vocab::rule::CelCheck>, &'static str> {
+    match v.cat.map(|c| c.provider) {
+        Some(Provider::Huawei) => super::huawei::dependent_annotations_cel(v),
+        Some(Provider::Volcengine) => super::volcengine::dependent_annotations_cel(v),
+        _ => cel::dependent_annotations(v),
+    }
+}
+
 /// CLB's listener settings; the NLB controller reads none of them.
 fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    match cat.provider {
+        Provider::Huawei => return super::huawei::dependent_annotations(ctx, cat, out),
+        Provider::Volcengine => return super::volcengine::dependent_annotations(ctx, cat, out),
+        _ => {}
+    }
     let Some(new) = ctx.new else { return };
     if ctx.is_nlb(cat.provider) {
         return;

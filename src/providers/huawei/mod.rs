@@ -5,6 +5,7 @@
 //! (health check, session affinity) in `options`.
 
 mod autocreate;
+mod dependent;
 mod listeners;
 mod options;
 
@@ -19,6 +20,7 @@ use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 use autocreate::huawei_autocreate_valid;
+pub use dependent::{dependent_annotations, dependent_annotations_cel};
 pub use listeners::skip_listener_supported;
 use listeners::{
     https_needs_cert, https_needs_cert_cel, protocol_port_format, protocol_port_format_cel,

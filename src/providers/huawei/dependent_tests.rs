@@ -1,0 +1,81 @@
+//! Sources: OTC-0385 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/
+//! networking/services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
+//! HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html.
+
+use rstest::rstest;
+
+use crate::providers::Provider::Huawei;
+use crate::testkit::{Expect, Expect::*, SvcBuilder, cfg, create, expect, lb, update};
+
+const V: &str = "cluster:\n  version: v1.31.14-r50\n";
+const RULE: &str = "dependent-annotations";
+const OPTION: &str = r#"{"protocol":"TCP","delay":"5","timeout":"10","max_retries":"3"}"#;
+const OPTIONS: &str = r#"[{"target_service_port":"TCP:80","protocol":"TCP"}]"#;
+
+fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
+    pairs
+        .iter()
+        .fold(lb().pa(Huawei, "id", "elb-1"), |s, (k, v)| {
+            s.pa(Huawei, k, v)
+        })
+}
+
+#[rstest]
+// OTC-0385 Table 3: with the flag on, health-check-option or -options must be given.
+#[case::flag_on_alone(&[("health-check-flag", "on")], Deny)]
+#[case::flag_on_option(&[("health-check-flag", "on"), ("health-check-option", OPTION)], Pass)]
+#[case::flag_on_options(&[("health-check-flag", "on"), ("health-check-options", OPTIONS)], Pass)]
+#[case::flag_on_empty_option(&[("health-check-flag", "on"), ("health-check-option", "")], Deny)]
+#[case::flag_off_alone(&[("health-check-flag", "off")], Pass)]
+#[case::flag_blank_alone(&[("health-check-flag", "")], Pass)]
+#[case::flag_upper_is_not_on(&[("health-check-flag", "ON")], Pass)]
+// HW-0684: not both.
+#[case::both(&[("health-check-option", OPTION), ("health-check-options", OPTIONS)], Deny)]
+#[case::option_alone(&[("health-check-option", OPTION)], Pass)]
+#[case::options_alone(&[("health-check-options", OPTIONS)], Pass)]
+// OTC-0385 Tables 1-2: no sticky session with lb-algorithm SOURCE_IP.
+#[case::affinity_source_ip_hash(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "SOURCE_IP")], Deny)]
+#[case::affinity_round_robin(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "ROUND_ROBIN")], Pass)]
+#[case::affinity_least_conn(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "LEAST_CONNECTIONS")], Pass)]
+#[case::affinity_default_algorithm(&[("session-affinity-mode", "SOURCE_IP")], Pass)]
+#[case::source_ip_hash_alone(&[("lb-algorithm", "SOURCE_IP")], Pass)]
+// OTC-0385 Table 11: an IP address group id needs acl-status and acl-type; empty needs neither.
+#[case::acl_complete(&[("acl-id", "ipg-1"), ("acl-status", "on"), ("acl-type", "white")], Pass)]
+#[case::acl_off_black(&[("acl-id", "ipg-1,ipg-2"), ("acl-status", "off"), ("acl-type", "black")], Pass)]
+#[case::acl_without_status(&[("acl-id", "ipg-1"), ("acl-type", "white")], Deny)]
+#[case::acl_without_type(&[("acl-id", "ipg-1"), ("acl-status", "true")], Deny)]
+#[case::acl_alone(&[("acl-id", "ipg-1")], Deny)]
+#[case::acl_empty_type(&[("acl-id", "ipg-1"), ("acl-status", "on"), ("acl-type", "")], Deny)]
+#[case::acl_id_empty(&[("acl-id", "")], Pass)]
+#[case::status_and_type_alone(&[("acl-status", "on"), ("acl-type", "white")], Pass)]
+fn huawei_dependent(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
+    expect(&create(svc(pairs)), &cfg(V), RULE, want);
+}
+
+/// An ACL id without its partners names both missing keys.
+#[test]
+fn acl_id_names_each_missing_partner() {
+    let v = expect(&create(svc(&[("acl-id", "ipg-1")])), &cfg(V), RULE, Deny);
+    let msgs: Vec<&str> = v
+        .violations
+        .iter()
+        .filter(|x| x.rule == RULE)
+        .map(|x| x.message.as_str())
+        .collect();
+    assert_eq!(msgs.len(), 2, "{msgs:#?}");
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("kubernetes.io/elb.acl-status"))
+    );
+    assert!(
+        msgs.iter()
+            .any(|m| m.contains("kubernetes.io/elb.acl-type"))
+    );
+}
+
+/// The update ratchet keeps what the live Service already had.
+#[test]
+fn dependent_findings_ratchet_on_update() {
+    let s = || svc(&[("health-check-flag", "on")]);
+    expect(&update(s(), s()), &cfg(V), RULE, Warn);
+}
