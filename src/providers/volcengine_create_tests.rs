@@ -8,6 +8,8 @@ use crate::providers::Provider::Volcengine;
 use crate::testkit::{Expect, Expect::*, SvcBuilder, cfg, create, expect, lb, update};
 
 const RULE: &str = "dependent-annotations";
+/// A Service with no Volcengine annotation is Volcengine's only when the provider is configured.
+const VOLC: &str = "provider: volcengine\n";
 
 fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
     pairs.iter().fold(lb(), |s, (k, v)| s.pa(Volcengine, k, v))
@@ -33,10 +35,10 @@ fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
 // A reused load balancer: CreateLoadBalancer is not called, its zones are not sent.
 #[case::reuse_slave_alone(&[("id", "clb-1"), ("slave-zone-id", "cn-beijing-b")], Pass)]
 fn volcengine_create_parameters(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
-    expect(&create(svc(pairs)), &cfg(""), RULE, want);
+    expect(&create(svc(pairs)), &cfg(VOLC), RULE, want);
 }
 
 #[test]
 fn live_clb_without_subnet_ratchets() {
-    expect(&update(svc(&[]), svc(&[])), &cfg(""), RULE, Warn);
+    expect(&update(svc(&[]), svc(&[])), &cfg(VOLC), RULE, Warn);
 }

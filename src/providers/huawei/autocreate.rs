@@ -10,6 +10,9 @@
 
 use serde_json::{Map, Value};
 
+#[path = "autocreate_fields.rs"]
+mod fields;
+
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::{Catalog, annotation_field};
 use crate::vocab::service::Svc;
@@ -65,6 +68,7 @@ pub(super) fn huawei_autocreate_valid(ctx: &Ctx, cat: &'static Catalog, out: &mu
     {
         dedicated(&obj, cat, new, &mut why);
     }
+    fields::check(&obj, &mut why);
     for w in why {
         out.push(field.clone(), format!("{key}: {w}"));
     }

@@ -1,6 +1,10 @@
 //! Sources: OTC = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/
 //! services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
-//! HWDOC-zh = huaweicloudDocs/cce@99b4f7e:cn.zh-cn/用户指南/Service-Annotations说明.md.
+//! HWDOC-zh = huaweicloudDocs/cce@99b4f7e:cn.zh-cn/用户指南/Service-Annotations说明.md;
+//! HW-ZH = Huawei's CCE table 表14 (elb.autocreate 字段数据结构说明, 2024-04),
+//! https://huaweicloud.com/guide/productsdesc-bms_52e6fd85b173bb53c9539e1aa812e4c3support3;
+//! SDK = PyPI huaweicloudsdkelb 3.1.219 v3/model/create_load_balancer_option.py and
+//! create_load_balancer_bandwidth_option.py (the ELB v3 CreateLoadBalancer reference).
 
 use rstest::rstest;
 
@@ -53,6 +57,56 @@ fn with_size(size: &str) -> String {
 #[case::bandwidth_over(&with_size("2001"), Deny)]
 #[case::bandwidth_string(&with_size("\"5\""), Deny)]
 #[case::bandwidth_float(&with_size("5.0"), Deny)]
+// HW-ZH name: 1-64 characters of Chinese, letters, digits, '_', '-', '.'.
+#[case::name_64(&format!(r#"{{"name":"{}"}}"#, "a".repeat(64)), Pass)]
+#[case::name_65(&format!(r#"{{"name":"{}"}}"#, "a".repeat(65)), Deny)]
+#[case::name_chinese(r#"{"name":"负载均衡-1"}"#, Pass)]
+#[case::name_64_chinese(&format!(r#"{{"name":"{}"}}"#, "均".repeat(64)), Pass)]
+#[case::name_every_char(r#"{"name":"Az09_-."}"#, Pass)]
+#[case::name_space(r#"{"name":"web lb"}"#, Deny)]
+#[case::name_slash(r#"{"name":"web/lb"}"#, Deny)]
+#[case::name_empty(r#"{"name":""}"#, Deny)]
+#[case::name_number(r#"{"name":5}"#, Deny)]
+// HW-ZH bandwidth_name, SDK bandwidth name: the same rule, for a public ELB's bandwidth.
+#[case::bandwidth_name_slash(&PUBLIC.replace("cce-bandwidth-1551163379627", "cce/bandwidth"), Deny)]
+#[case::bandwidth_name_space(&PUBLIC.replace("cce-bandwidth-1551163379627", "cce bandwidth"), Deny)]
+#[case::bandwidth_name_64(&PUBLIC.replace("cce-bandwidth-1551163379627", &"b".repeat(64)), Pass)]
+#[case::bandwidth_name_65(&PUBLIC.replace("cce-bandwidth-1551163379627", &"b".repeat(65)), Deny)]
+#[case::bandwidth_name_chinese(&PUBLIC.replace("cce-bandwidth-1551163379627", "带宽_1"), Pass)]
+#[case::inner_ignores_bandwidth_name(r#"{"type":"inner","bandwidth_name":"a/b"}"#, Pass)]
+// HW-ZH vip_address: IPv4 only; SDK: [0-255].[0-255].[0-255].[0-255].
+#[case::vip_v4(r#"{"vip_address":"192.168.0.10"}"#, Pass)]
+#[case::vip_v6(r#"{"vip_address":"2001:db8::10"}"#, Deny)]
+#[case::vip_octet_256(r#"{"vip_address":"192.168.0.256"}"#, Deny)]
+#[case::vip_three_octets(r#"{"vip_address":"192.168.0"}"#, Deny)]
+// SDK vip_subnet_cidr_id, ipv6_vip_virsubnet_id: a UUID of 36 characters.
+#[case::subnet_uuid(
+    r#"{"vip_subnet_cidr_id":"14567f27-8ae4-42b8-ae47-9f847a4690dd"}"#,
+    Pass
+)]
+#[case::subnet_short(
+    r#"{"vip_subnet_cidr_id":"14567f27-8ae4-42b8-ae47-9f847a4690d"}"#,
+    Deny
+)]
+#[case::subnet_name(r#"{"vip_subnet_cidr_id":"subnet-web"}"#, Deny)]
+#[case::ipv6_subnet_uuid(
+    r#"{"ipv6_vip_virsubnet_id":"24567f27-8ae4-42b8-ae47-9f847a4690dd"}"#,
+    Pass
+)]
+#[case::ipv6_subnet_bad(
+    r#"{"ipv6_vip_virsubnet_id":"24567f27x8ae4-42b8-ae47-9f847a4690dd"}"#,
+    Deny
+)]
+// OTC Table 15 elb_virsubnet_ids: an array of strings.
+#[case::backend_subnets(
+    r#"{"elb_virsubnet_ids":["14567f27-8ae4-42b8-ae47-9f847a4690dd"]}"#,
+    Pass
+)]
+#[case::backend_subnets_string(
+    r#"{"elb_virsubnet_ids":"14567f27-8ae4-42b8-ae47-9f847a4690dd"}"#,
+    Deny
+)]
+#[case::backend_subnets_blank(r#"{"elb_virsubnet_ids":[""]}"#, Deny)]
 #[case::not_json("{type: public}", Deny)]
 #[case::not_object("[1]", Deny)]
 fn autocreate_fields(#[case] json: &str, #[case] want: Expect) {
