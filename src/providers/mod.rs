@@ -31,8 +31,10 @@ pub fn defaults(p: Provider, ctx: &Ctx) -> Vec<Proposed> {
     }
 }
 
-/// What provider `p` documents inside its JSON annotations, field by field: the problems of
-/// `value` (JSON that parses) for annotation `name` (without the prefix) on `svc`.
+/// What provider `p` documents inside its JSON annotations, field by field, and the ranges
+/// that depend on the Service's listeners (Huawei's keepalive_timeout): the problems of
+/// `value` (a value that passed the table's format) for annotation `name` (without the
+/// prefix) on `svc`.
 pub fn json_fields(p: Provider, name: &str, value: &str, svc: Svc) -> Vec<String> {
     match p {
         Provider::Huawei => huawei::json_fields(name, value, svc),

@@ -8,6 +8,7 @@ mod autocreate;
 mod dependent;
 mod listeners;
 mod options;
+mod timeouts;
 
 use super::data;
 use crate::vocab::cel;

@@ -54,6 +54,9 @@ const PERSISTENCE: (i64, i64) = (1, 60);
 /// names without documented fields, or a value that does not parse (the format check says so).
 pub fn json_fields(name: &str, value: &str, svc: Svc) -> Vec<String> {
     let mut out = Vec::new();
+    if name == "keepalive_timeout" {
+        return super::timeouts::keepalive(value, svc);
+    }
     if !matches!(
         name,
         "health-check-option" | "health-check-options" | "session-affinity-option"

@@ -1,0 +1,47 @@
+//! Sources: SDK = PyPI huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py
+//! keepalive_timeout ("TCP、UDP和IP监听器：10-4000s ... HTTP、HTTPS和TERMINATED_HTTPS监听器：0-4000s");
+//! FAQ = https://support.huaweicloud.com/intl/en-us/elb_faq/elb_faq_0309.html; OTC-0385 Table 13.
+
+use rstest::rstest;
+
+use crate::providers::Provider::Huawei;
+use crate::testkit::{Expect, Expect::*, SvcBuilder, cfg, create, expect, lb};
+
+const V: &str = "cluster:\n  version: v1.31.14-r50\n";
+const RULE: &str = "annotation-value-format";
+
+fn http() -> SvcBuilder {
+    lb().pa(Huawei, "protocol-port", "http:80")
+}
+
+#[rstest]
+// TCP listeners: 10-4000.
+#[case::tcp_9(lb(), "9", Deny)]
+#[case::tcp_10(lb(), "10", Pass)]
+#[case::tcp_0(lb(), "0", Deny)]
+#[case::tcp_4000(lb(), "4000", Pass)]
+#[case::tcp_4001(lb(), "4001", Deny)]
+// UDP listeners: 10-4000.
+#[case::udp_9(lb().only_port(53, "UDP"), "9", Deny)]
+#[case::udp_10(lb().only_port(53, "UDP"), "10", Pass)]
+// HTTP/HTTPS listeners: 0-4000.
+#[case::http_0(http(), "0", Pass)]
+#[case::http_9(http(), "9", Pass)]
+#[case::http_4000(http(), "4000", Pass)]
+#[case::http_4001(http(), "4001", Deny)]
+#[case::https_0(lb().pa(Huawei, "protocol-port", "https:80").pa(Huawei, "cert-id", "c-1"), "0", Pass)]
+// One value for every listener: a TCP port next to an HTTP one takes 10 or more.
+#[case::http_and_tcp_9(http().port(443, "TCP"), "9", Deny)]
+#[case::http_and_tcp_10(http().port(443, "TCP"), "10", Pass)]
+#[case::tls_9(lb().pa(Huawei, "protocol-port", "tls:80"), "9", Deny)]
+// Without managed listeners CCE sends no keepalive_timeout (seed 003).
+#[case::skip_managed(lb().pa(Huawei, "id", "elb-1").pa(Huawei, "skip-managed-listener", "true"), "0", Pass)]
+#[case::not_a_number(lb(), "ten", Deny)]
+fn keepalive_per_listener(#[case] s: SvcBuilder, #[case] value: &str, #[case] want: Expect) {
+    expect(
+        &create(s.pa(Huawei, "keepalive_timeout", value)),
+        &cfg(V),
+        RULE,
+        want,
+    );
+}
