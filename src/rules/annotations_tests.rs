@@ -234,6 +234,16 @@ fn version_config(p: Provider, v: KubeVersion) -> crate::config::Config {
     cfg(&format!("provider: {p}\n{of}:\n  version: \"{v}\"\n"))
 }
 
+/// A Service on which every value of the annotation's table format is one the API takes:
+/// Huawei's keepalive_timeout goes to every listener, and 0-9 suit HTTP/HTTPS listeners only
+/// (providers/huawei/timeouts.rs).
+fn context(p: Provider, name: &str) -> crate::testkit::SvcBuilder {
+    match (p, name) {
+        (Huawei, "keepalive_timeout") => lb().pa(Huawei, "protocol-port", "http:80"),
+        _ => lb(),
+    }
+}
+
 /// Walks a provider's table: every name known, every enumeration value accepted, a wrong
 /// value denied by the rule that owns the format, and every annotation warned about below
 /// its first version and not at it.
@@ -261,7 +271,7 @@ fn walk(p: Provider) {
             good.extend(r.iter().map(i64::to_string));
         }
         for value in good {
-            let v = run(&create(lb().pa(p, &e.name, &value)), &fixed);
+            let v = run(&create(context(p, &e.name).pa(p, &e.name, &value)), &fixed);
             // Accepted: the owner may still advise (weight 0 warns), but denies nothing.
             let denied: Vec<_> = v.denials().filter(|d| d.rule == owner(e)).collect();
             assert!(denied.is_empty(), "{p} {} = {value}: {denied:#?}", e.name);
