@@ -94,8 +94,24 @@ fn rendered_text(page: &Path) -> String {
                 .strip_prefix("{{#include ")
                 .and_then(|l| l.strip_suffix("}}"))
             {
-                Some(file) => std::fs::read_to_string(page.parent().unwrap().join(file.trim()))
-                    .unwrap_or_else(|e| panic!("{}: {file}: {e}", page.display())),
+                // `FILE:anchor` includes the part between `ANCHOR: anchor` and `ANCHOR_END`.
+                Some(spec) => {
+                    let (file, anchor) = match spec.trim().split_once(':') {
+                        Some((f, a)) => (f, Some(a)),
+                        None => (spec.trim(), None),
+                    };
+                    let text = std::fs::read_to_string(page.parent().unwrap().join(file))
+                        .unwrap_or_else(|e| panic!("{}: {file}: {e}", page.display()));
+                    match anchor {
+                        None => text,
+                        Some(a) => text
+                            .split(&format!("ANCHOR: {a} -->"))
+                            .nth(1)
+                            .and_then(|t| t.split(&format!("<!-- ANCHOR_END: {a}")).next())
+                            .unwrap_or_else(|| panic!("{}: {file}: no anchor {a}", page.display()))
+                            .to_string(),
+                    }
+                }
                 None => format!("{line}\n"),
             }
         })
