@@ -290,7 +290,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             c.verdict.exempt.as_deref().unwrap_or_default()
         );
     }
-    let summary = Summary {
+    let mut summary = Summary {
         checked: results.len(),
         skipped: loaded.skipped,
         foreign: foreign.len(),
@@ -309,18 +309,18 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .flat_map(|c| &c.verdict.violations)
             .filter(|v| v.exception.is_some())
             .count(),
-        no_inventory: if inventory.configured() {
-            0
-        } else {
-            results
-                .iter()
-                .filter_map(|c| c.input.object.as_ref())
-                .filter(|s| {
-                    !crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s)).is_empty()
-                })
-                .count()
-        },
+        no_inventory: 0,
+        no_inventory_providers: Default::default(),
     };
+    if !inventory.configured() {
+        for s in results.iter().filter_map(|c| c.input.object.as_ref()) {
+            let uses = crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s));
+            summary.no_inventory += usize::from(!uses.is_empty());
+            summary
+                .no_inventory_providers
+                .extend(uses.iter().map(|(p, _, _)| *p));
+        }
+    }
     match args.output {
         Output::Json => print_json(&results, &summary),
         Output::Text => print_text(&results, &summary, Paint(std::io::stdout().is_terminal())),

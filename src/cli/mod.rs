@@ -170,12 +170,13 @@ pub fn run(cli: Cli) -> ExitCode {
             if sources && markdown {
                 out!("{}", crate::rules::sources_markdown(provider));
             } else if sources {
+                // The documents by name, as in the Markdown: bare numbers mean nothing to a reader.
                 for (id, source, rows) in crate::rules::sources(provider) {
-                    outln!("{id}: {source}");
+                    outln!("{id}: {}", crate::rules::readable(source));
                     for (key, from) in rows {
                         outln!("  {key}");
                         for f in from {
-                            outln!("    {f}");
+                            outln!("    {}", crate::rules::readable(&f));
                         }
                     }
                 }

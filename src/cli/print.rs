@@ -45,6 +45,9 @@ pub(super) struct Summary {
     /// rules could not run for them.
     #[serde(skip)]
     pub(super) no_inventory: usize,
+    /// Their providers: only those providers' inventory rules are named.
+    #[serde(skip)]
+    pub(super) no_inventory_providers: std::collections::BTreeSet<crate::vocab::provider::Provider>,
 }
 
 pub(super) struct Paint(pub(super) bool);
@@ -153,15 +156,37 @@ pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
         );
     }
     if summary.no_inventory > 0 {
-        let rules: Vec<&str> = crate::rules::registry()
-            .iter()
-            .filter(|r| matches!(r.class, crate::rules::Class::Inventory))
-            .map(|r| r.id)
-            .collect();
-        outln!(
-            "{} Service(s) reuse a load balancer, but no inventory was given (--inventory FILE or --inventory-cloud): {} did not run",
-            summary.no_inventory,
-            rules.join(", ")
-        );
+        outln!("{}", no_inventory_line(summary));
     }
+}
+
+/// Which inventory rules did not run, for the providers of the Services that reuse a load
+/// balancer. `lb-exists` is apart: a file cannot say a load balancer is missing, only the
+/// cloud's API can.
+fn no_inventory_line(summary: &Summary) -> String {
+    let (exists, facts): (Vec<&str>, Vec<&str>) = crate::rules::registry()
+        .iter()
+        .filter(|r| matches!(r.class, crate::rules::Class::Inventory))
+        .filter(|r| {
+            r.providers
+                .iter()
+                .any(|p| summary.no_inventory_providers.contains(p))
+        })
+        .map(|r| r.id)
+        .partition(|id| *id == "lb-exists");
+    let mut line = format!(
+        "{} Service(s) reuse a load balancer, but no inventory was given:",
+        summary.no_inventory
+    );
+    if !facts.is_empty() {
+        line.push_str(&format!(
+            " {} did not run (--inventory FILE or --inventory-cloud)",
+            facts.join(", ")
+        ));
+    }
+    if !exists.is_empty() {
+        line.push_str(if facts.is_empty() { " " } else { "; " });
+        line.push_str("lb-exists did not run (--inventory-cloud: only the cloud can say a load balancer does not exist)");
+    }
+    line
 }

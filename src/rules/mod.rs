@@ -51,7 +51,7 @@ pub fn markdown_table() -> String {
 
 /// The table of the rules that apply to `provider` (all rules when `None`). The export-vap
 /// column is what `lbguard export-vap --list [--provider P]` says with no config file, so the
-/// page and the command cannot disagree.
+/// page and the command cannot disagree; its header names the `--provider`.
 pub fn markdown_table_for(provider: Option<crate::vocab::provider::Provider>) -> String {
     let mut config = crate::vocab::config::Config::default();
     if let Some(p) = provider {
@@ -62,8 +62,13 @@ pub fn markdown_table_for(provider: Option<crate::vocab::provider::Provider>) ->
         &crate::vocab::ctx::Versions::from_config(&config),
         None,
     );
-    let mut out = String::from(
-        "| id | providers | class | default | what it checks | export-vap with no config |\n|---|---|---|---|---|---|\n",
+    // The column says which command it answers for: on a cloud's page, `--provider` that cloud.
+    let column = match provider {
+        Some(p) => format!("export-vap --provider {} with no config", p.as_str()),
+        None => "export-vap with no config".to_string(),
+    };
+    let mut out = format!(
+        "| id | providers | class | default | what it checks | {column} |\n|---|---|---|---|---|---|\n"
     );
     for r in for_provider(provider) {
         let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();

@@ -313,17 +313,29 @@ fn usage_and_io_errors_exit_two() {
 }
 
 /// A Service that reuses a load balancer, checked without an inventory, is allowed by the
-/// inventory rules only because they did not run: the text output says so, and stops saying
-/// it once the inventory is given.
+/// inventory rules only because they did not run: the text output says which (those of the
+/// Services' providers; `lb-exists` only with the cloud), and stops once the inventory is given.
 #[test]
 fn check_says_when_the_inventory_rules_did_not_run() {
     let file = "examples/inventory/deny-address-type-match.yaml";
     let out = lbguard(&["check", file], None);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.lines().last().unwrap_or_default(),
+        "1 Service(s) reuse a load balancer, but no inventory was given: address-type-match, reuse-user-created-only, reuse-same-vpc, cross-cluster-name-clash did not run (--inventory FILE or --inventory-cloud); lb-exists did not run (--inventory-cloud: only the cloud can say a load balancer does not exist)",
+        "{text}"
+    );
+    // Only the rules of the Services' provider: Volcengine has neither address-type-match
+    // nor the VPC rule.
+    let out = lbguard(
+        &["check", "examples/volcengine/good-reuse-id-only.yaml"],
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.lines().last().unwrap_or_default().starts_with(
-            "1 Service(s) reuse a load balancer, but no inventory was given (--inventory FILE or --inventory-cloud): lb-exists, address-type-match,"
+        text.lines().last().unwrap_or_default().ends_with(
+            "no inventory was given: reuse-user-created-only did not run (--inventory FILE or --inventory-cloud); lb-exists did not run (--inventory-cloud: only the cloud can say a load balancer does not exist)"
         ),
         "{text}"
     );
