@@ -245,7 +245,10 @@ fn lbguard_flags() -> BTreeSet<String> {
         }
     }
     let mut out = BTreeSet::new();
-    walk(&lbguard::cli::Cli::command(), &mut out);
+    // Built, so that clap's own `--help` and `--version` are there.
+    let mut cli = lbguard::cli::Cli::command();
+    cli.build();
+    walk(&cli, &mut out);
     out
 }
 
@@ -289,6 +292,19 @@ const EXTERNAL: &[&str] = &[
     "--all-targets",
     // The Volcengine controller's flag (configuration.md, whose Services are lbguard's).
     "--loadbalancer-class",
+    // cargo install from the repository (check.md, SECURITY.md), before the first release.
+    "--git",
+    "--rev",
+    "--bin",
+    // pre-commit autoupdate, to pin a commit before the first tag (check.md).
+    "--bleeding-edge",
+    "--freeze",
+    // kubectl create secret tls (install.md).
+    "--cert",
+    "--key",
+    // The node recipe's scripts (development.md).
+    "--install-deps",
+    "--purge",
 ];
 
 #[test]
@@ -365,8 +381,11 @@ fn every_config_and_chart_key_the_docs_name_exists() {
                 && parts
                     .iter()
                     .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric()));
-            let file = ["rs", "md", "yaml", "json", "toml", "tpl", "py", "txt"]
-                .contains(parts.last().unwrap_or(&""));
+            // A file, or a domain (`exceptions.lbguard.io`, a webhook's name).
+            let file = [
+                "rs", "md", "yaml", "json", "toml", "tpl", "py", "txt", "io", "com",
+            ]
+            .contains(parts.last().unwrap_or(&""));
             if !dotted
                 || file
                 || !(config_roots.contains(parts[0]) || value_roots.contains(parts[0]))
