@@ -4,11 +4,11 @@
 pub mod exceptions;
 pub mod mutate;
 
+pub use crate::vocab::catalog::{Annot, annotation_field};
 pub use crate::vocab::ctx::{
     ClusterView, Ctx, EmptyCluster, EmptyInventory, Finding, Findings, Inventory, Versions,
 };
 pub use crate::vocab::input::{Input, InputError, Operation, UserInfo};
-pub use crate::vocab::provider::{Annot, annotation_field};
 pub use crate::vocab::service::Svc;
 pub use crate::vocab::version;
 pub use mutate::{AppliedDefault, Mutation, mutate};

@@ -6,8 +6,9 @@ pub mod data;
 pub mod huawei;
 pub mod volcengine;
 
+pub use crate::vocab::catalog::Catalog;
 use crate::vocab::ctx::{Ctx, Proposed};
-pub use crate::vocab::provider::{Catalog, Provider};
+pub use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
 
 /// The catalog for a provider.

@@ -4,9 +4,10 @@
 use std::ops::Bound;
 
 use crate::vocab::annotations::Entry;
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
+use crate::vocab::provider::Provider;
 use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{Known, VersionOf};
 

@@ -2,9 +2,10 @@
 //! balancer (ACK CLB and NLB, CCE), on an update; and, with the inventory, what ACK's
 //! controllers compare between a Service and the load balancer it reuses (`super::reuse`).
 
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::provider::Provider;
 use crate::vocab::rule::{CelCheck, VapCtx};
 
 /// The attributes `lb-attributes-immutable` protects, with the CCM's default.
@@ -138,9 +139,9 @@ pub fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findi
     let nlb = ctx.is_nlb(cat.provider);
     let alibaba = cat.provider == Provider::Alibaba;
     fn read(
-        a: Option<crate::vocab::provider::Annot<'_>>,
+        a: Option<crate::vocab::catalog::Annot<'_>>,
         alibaba: bool,
-    ) -> Option<crate::vocab::provider::Annot<'_>> {
+    ) -> Option<crate::vocab::catalog::Annot<'_>> {
         a.filter(|a| !(alibaba && a.value.is_empty()))
     }
     // On a reused load balancer an unset attribute is whatever the live one has, which only
@@ -199,7 +200,7 @@ pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static
     };
     let mut out = Vec::new();
     for f in immutable_attributes(cat.provider) {
-        let a = cel::catalog_annotation(cat, f.suffix);
+        let a = catalog_annotation(cat, f.suffix);
         let set = |s: &str| {
             let (p, val) = (cel::on(&a.present, s), cel::on(&a.value, s));
             if alibaba {
@@ -214,7 +215,7 @@ pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static
             cel::on(&a.value, "object"),
             cel::on(&a.key, "object"),
         );
-        let id = cel::catalog_annotation(cat, "id");
+        let id = catalog_annotation(cat, "id");
         let reused = if alibaba {
             format!(
                 "({} && {} != '')",

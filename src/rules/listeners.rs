@@ -16,11 +16,12 @@ use std::sync::Arc;
 
 use super::inventory::reused;
 use crate::providers::catalog;
+use crate::vocab::catalog::{Catalog, annotation_field};
 pub use crate::vocab::checks::protocol_entries;
 use crate::vocab::config::ProxyMode;
 use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
 use crate::vocab::lb::{Family, protocol_family};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::provider::Provider;
 use crate::vocab::route::{Classes, Scope};
 use crate::vocab::rule::{Rule, Vap, rule};
 use crate::vocab::service::Svc;

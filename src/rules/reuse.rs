@@ -9,8 +9,8 @@
 //! zones are `address-type-match`'s and the NLB changes them in place.
 
 use super::inventory::reused;
+use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Catalog, annotation_field};
 
 pub fn compared_with_the_live_lb(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };

@@ -14,10 +14,11 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::providers::catalog;
+use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel::{self, IS_LB, on};
 use crate::vocab::config::{Config, Flavor, ProviderChoice};
 use crate::vocab::ctx::Versions;
-use crate::vocab::provider::{Catalog, Provider};
+use crate::vocab::provider::Provider;
 use crate::vocab::version::{Known, KubeVersion};
 
 /// The policy's name, and its binding's.
@@ -130,7 +131,7 @@ fn provider_applies(config: &Config, p: Provider) -> Option<String> {
 }
 
 fn present(cat: &Catalog, suffix: &str) -> String {
-    on(&cel::catalog_annotation(cat, suffix).present, "object")
+    on(&catalog_annotation(cat, suffix).present, "object")
 }
 
 /// The mutations, in the engine's order, and a row for every default the config can name.

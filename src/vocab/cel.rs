@@ -1,8 +1,6 @@
 //! Small builders for the CEL that rules export (`lbguard export-vap`). `$s` stands for the
 //! Service a check reads; the exporter puts `object` or `oldObject` in its place.
 
-use super::provider::Catalog;
-
 /// A CEL string literal.
 pub fn lit(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
@@ -44,37 +42,6 @@ pub fn has_label(key: &str) -> String {
         "(has($s.metadata.labels) && {} in $s.metadata.labels)",
         lit(key)
     )
-}
-
-/// A catalog annotation as `Catalog::get` reads it: the current prefix first, then the
-/// legacy one.
-pub struct Annotation {
-    /// True when either key is there.
-    pub present: String,
-    /// The value read (guard with `present`).
-    pub value: String,
-    /// The key read, as a CEL string (for messages).
-    pub key: String,
-}
-
-pub fn catalog_annotation(cat: &Catalog, suffix: &str) -> Annotation {
-    let current = format!("{}{suffix}", cat.prefix);
-    match cat.legacy_prefix {
-        None => Annotation {
-            present: has_annotation(&current),
-            value: annotation(&current),
-            key: lit(&current),
-        },
-        Some(legacy) => {
-            let old = format!("{legacy}{suffix}");
-            let (hc, ho) = (has_annotation(&current), has_annotation(&old));
-            Annotation {
-                present: format!("({hc} || {ho})"),
-                value: format!("({hc} ? {} : {})", annotation(&current), annotation(&old)),
-                key: format!("({hc} ? {} : {})", lit(&current), lit(&old)),
-            }
-        }
-    }
 }
 
 /// `$s` is a LoadBalancer Service.

@@ -4,6 +4,7 @@
 //! edges (server, cli, cluster, claims, inventory store) → engine → rules → providers → vocab.
 
 pub mod annotations;
+pub mod catalog;
 pub mod cel;
 pub mod checks;
 pub mod config;

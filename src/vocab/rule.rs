@@ -2,8 +2,9 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::catalog::Catalog;
 use super::ctx::{Ctx, Findings};
-use super::provider::{Catalog, Provider};
+use super::provider::Provider;
 
 /// A per-provider rule: `rule!(id, providers, class, gate, default, title, source, check, vap)`.
 macro_rules! rule {

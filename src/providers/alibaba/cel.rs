@@ -5,8 +5,8 @@
 use super::format::{CLB_PROTOCOLS, NLB_PROTOCOLS};
 use super::nlb::BACKEND_TYPE;
 use crate::vocab::annotations::Table;
+use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel::{self, on};
-use crate::vocab::provider::Catalog;
 use crate::vocab::route::{Controller, Scope, builtin_classes};
 use crate::vocab::rule::{CelCheck, VapCtx};
 
@@ -107,7 +107,7 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
             token(&format!("{p}[1]"))
         )
     })));
-    let range = cel::catalog_annotation(cat, "listener-port-range");
+    let range = catalog_annotation(cat, "listener-port-range");
     let backend = cel::has_annotation(BACKEND_TYPE);
     let backend_value = cel::annotation(BACKEND_TYPE);
     out.push(
@@ -123,8 +123,8 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
         .same_when(format!("{} + '=' + {backend_value}", range.key)),
     );
-    let zones = cel::catalog_annotation(cat, "zone-maps");
-    let id = cel::catalog_annotation(cat, "id");
+    let zones = catalog_annotation(cat, "zone-maps");
+    let id = catalog_annotation(cat, "id");
     out.push(
         CelCheck::new(
             format!(
@@ -150,7 +150,7 @@ fn values(cat: &'static Catalog, nlb: &str) -> Result<Vec<CelCheck>, &'static st
         .iter()
         .filter(|e| e.rule.as_deref() == Some("annotation-format"))
     {
-        let a = cel::catalog_annotation(cat, &e.name);
+        let a = catalog_annotation(cat, &e.name);
         let value = a.value.clone();
         let (clb, nlb_f) = (Table::format_for(e, false), Table::format_for(e, true));
         let (Some(clb_ok), Some(nlb_ok)) = (clb.cel(&value), nlb_f.cel(&value)) else {
@@ -187,7 +187,7 @@ fn port_list(
     suffix: &str,
     item_ok: &dyn Fn(&str) -> String,
 ) -> Vec<CelCheck> {
-    let a = cel::catalog_annotation(cat, suffix);
+    let a = catalog_annotation(cat, suffix);
     let entries = |s: &str| format!("{}.split(',')", on(&a.value, s));
     let colon = |e: &str| format!("(size({e}.split(':')) >= 2)");
     let item = |e: &str| format!("{e}.split(':')[0]");
@@ -261,7 +261,7 @@ fn port_list(
 /// Every comma-separated entry of `suffix`'s value passes `entry_ok` (entries as written);
 /// on an update, bad entries the live Service already had under the same key are kept.
 fn entries(cat: &Catalog, v: &VapCtx, suffix: &str, entry_ok: &dyn Fn(&str) -> String) -> CelCheck {
-    let a = cel::catalog_annotation(cat, suffix);
+    let a = catalog_annotation(cat, suffix);
     let kept = match &v.ratchet {
         Some(r) => format!(
             "({r} && {} && {} == {} && {}.split(',').exists(o, o == e))",
@@ -330,8 +330,8 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let nlb = is_nlb(v);
     let needs = |when: &str, when_value: Option<&str>, need: &str, need_value: Option<&str>| {
-        let a = cel::catalog_annotation(cat, when);
-        let n = cel::catalog_annotation(cat, need);
+        let a = catalog_annotation(cat, when);
+        let n = catalog_annotation(cat, need);
         let triggered = match when_value {
             Some(w) => format!("{} && {} == {}", a.present, a.value, cel::lit(w)),
             None => a.present.clone(),
@@ -371,7 +371,7 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
         needs("sticky-session-type", Some("server"), "cookie", None),
         {
             let mut c = needs("vswitch-id", None, "address-type", Some("intranet"));
-            let id = cel::catalog_annotation(cat, "id");
+            let id = catalog_annotation(cat, "id");
             c.violates = format!("!({} && {} != '') && {}", id.present, id.value, c.violates);
             c
         },

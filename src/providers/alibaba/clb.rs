@@ -2,8 +2,8 @@
 //! pkg/controller/service/clbv1/listeners.go:618-643): `forward-port`.
 
 use super::format::port_ok;
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::Findings;
-use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::service::Svc;
 
 pub fn check(svc: Svc, cat: &Catalog, out: &mut Findings) {

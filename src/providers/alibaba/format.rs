@@ -11,9 +11,9 @@
 //! nlbv2/loadbalancer.go:56-58 and :639-666 (zone-maps), nlbv2/server_groups.go:1389-1399.
 
 use crate::vocab::annotations::Table;
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::go;
-use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::service::Svc;
 
 /// The listener protocols each controller takes in `protocol-port`.

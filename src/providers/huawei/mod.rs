@@ -9,11 +9,12 @@ mod listeners;
 mod options;
 
 use super::data;
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::checks::{protocol_entries, require_version, version_too_old};
 use crate::vocab::config::Flavor;
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::provider::Provider;
 use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
 use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
@@ -270,7 +271,7 @@ fn turbo_cluster_policy(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
 
 /// CEL: `$s`'s protocol-port has an entry with one of `protocols`.
 fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {
-    let a = cel::catalog_annotation(cat, "protocol-port");
+    let a = catalog_annotation(cat, "protocol-port");
     format!(
         "({} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in {}))",
         a.present,
@@ -315,7 +316,7 @@ fn http_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 
 fn dedicated_elb_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "class");
+    let a = catalog_annotation(cat, "class");
     cluster_gate_cel(
         v,
         "dedicated-elb-version",
@@ -328,7 +329,7 @@ fn dedicated_elb_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
 
 fn pass_through_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "pass-through");
+    let a = catalog_annotation(cat, "pass-through");
     cluster_gate_cel(
         v,
         "pass-through-version",
