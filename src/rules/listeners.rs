@@ -19,10 +19,11 @@ use crate::providers::catalog;
 use crate::vocab::catalog::{Catalog, annotation_field};
 pub use crate::vocab::checks::protocol_entries;
 use crate::vocab::config::ProxyMode;
+use crate::vocab::controller::Classes;
 use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
 use crate::vocab::lb::{Family, protocol_family};
 use crate::vocab::provider::Provider;
-use crate::vocab::route::{Classes, Scope};
+use crate::vocab::route::Scope;
 use crate::vocab::rule::{Rule, Vap, rule};
 use crate::vocab::service::Svc;
 

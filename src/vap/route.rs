@@ -4,9 +4,10 @@
 
 use crate::vocab::cel::{self, IS_LB, on};
 use crate::vocab::config::Config;
+use crate::vocab::controller::Controller;
 use crate::vocab::provider::Provider;
 use crate::vocab::route::{
-    ALIBABA_CLASS_ANNOTATION, ALIBABA_TUNNEL_ANNOTATION, Controller, Scope, builtin_classes,
+    ALIBABA_CLASS_ANNOTATION, ALIBABA_TUNNEL_ANNOTATION, Scope, builtin_classes,
 };
 
 /// CEL over `$s` (a LoadBalancer): a controller of `p` takes it.

@@ -8,6 +8,7 @@ pub mod catalog;
 pub mod cel;
 pub mod checks;
 pub mod config;
+pub mod controller;
 pub mod ctx;
 pub mod duration;
 pub mod exceptions;

@@ -7,7 +7,8 @@ use super::nlb::BACKEND_TYPE;
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel::{self, on};
-use crate::vocab::route::{Controller, Scope, builtin_classes};
+use crate::vocab::controller::Controller;
+use crate::vocab::route::{Scope, builtin_classes};
 use crate::vocab::rule::{CelCheck, VapCtx};
 
 /// White space as Rust's `char::is_whitespace` sees it (RE2's `\s` is ASCII only).

@@ -74,7 +74,7 @@ pub struct Config {
     pub known_annotations: BTreeMap<Provider, Vec<String>>,
     /// `spec.loadBalancerClass` values a controller of the provider serves besides the
     /// built-in ones (ACK's `alibabacloud.com/nlb`), and which one.
-    pub load_balancer_classes: crate::vocab::route::Classes,
+    pub load_balancer_classes: crate::vocab::controller::Classes,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
