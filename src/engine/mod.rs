@@ -17,9 +17,10 @@ use serde::Serialize;
 
 use crate::providers::catalog;
 use crate::rules::registry;
+use crate::vocab::action::Action;
 use crate::vocab::config::{Config, ConfigError, ProviderChoice};
 use crate::vocab::provider::Provider;
-use crate::vocab::rule::{Action, Check, Gate, Rule};
+use crate::vocab::rule::{Check, Gate, Rule};
 
 /// The providers whose rules apply to a request: the configured one, or with `auto` each
 /// whose annotations, label or finalizers the Service carries; either only when one of its

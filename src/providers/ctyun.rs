@@ -4,11 +4,12 @@
 //! Kubernetes' own `VIP` mode is what the Service gets without the annotation.
 
 use super::data;
+use crate::vocab::action::Action;
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::checks::{require_version, version_too_old};
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::Provider;
-use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::rule::{CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::Known;
 use crate::vocab::version::{KubeVersion, VersionOf};
 

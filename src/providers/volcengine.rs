@@ -4,12 +4,13 @@
 //! `-weight` together. None of them can change once the Service exists.
 
 use super::data;
+use crate::vocab::action::Action;
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::checks::{duplicates, require_version, version_too_old};
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::Provider;
-use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::rule::{CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 /// Names from the seed (including the `-weights` its example output shows) plus the

@@ -2,12 +2,13 @@
 //! of being written once per cloud.
 
 use crate::providers::catalog;
+use crate::vocab::action::Action;
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::checks::{ccm_only, ccm_request_cel};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::Provider;
-use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::rule::{CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::service::Svc;
 
 const ALL: &[Provider] = &Provider::ALL;

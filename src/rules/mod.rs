@@ -10,7 +10,8 @@ pub mod reuse;
 use std::sync::LazyLock;
 
 use crate::providers;
-pub use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+pub use crate::vocab::action::Action;
+pub use crate::vocab::rule::{Check, Class, Gate, Rule};
 
 static REGISTRY: LazyLock<Vec<&'static Rule>> = LazyLock::new(|| {
     common::RULES

@@ -8,10 +8,10 @@ use cel::{Context, Env, Program, Value};
 use serde_json::json;
 
 use super::{Export, export};
+use crate::vocab::action::Action;
 use crate::vocab::config::Config;
 use crate::vocab::ctx::Versions;
 use crate::vocab::input::Input;
-use crate::vocab::rule::Action;
 
 /// Kubernetes' CEL environment, as far as the exported CEL uses it: the standard library,
 /// its macros and the strings extension (`lowerAscii`, `split`, ...).

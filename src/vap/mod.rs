@@ -25,12 +25,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use crate::providers::catalog;
 use crate::rules::registry;
+use crate::vocab::action::Action;
 use crate::vocab::catalog::Catalog;
 use crate::vocab::cel::{self, IS_LB, on};
 use crate::vocab::config::{Config, ProviderChoice};
 use crate::vocab::ctx::Versions;
 use crate::vocab::provider::Provider;
-use crate::vocab::rule::{Action, Check, Gate, Rule, Vap, VapCtx};
+use crate::vocab::rule::{Check, Gate, Rule, Vap, VapCtx};
 
 /// One exported rule.
 #[derive(Debug, Clone)]

@@ -3,6 +3,7 @@
 //! config. It imports nothing else of the crate, so the arrows run one way:
 //! edges (server, cli, cluster, claims, inventory store) → engine → rules → providers → vocab.
 
+pub mod action;
 pub mod annotations;
 pub mod catalog;
 pub mod cel;

@@ -16,10 +16,11 @@ pub fn nlb_cel(v: &crate::vocab::rule::VapCtx) -> String {
 }
 
 use super::data;
+use crate::vocab::action::Action;
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::Provider;
-use crate::vocab::rule::{Action, Check, Class, Gate, Rule, Vap};
+use crate::vocab::rule::{Check, Class, Gate, Rule, Vap};
 
 pub static CATALOG: Catalog = Catalog {
     provider: Provider::Alibaba,

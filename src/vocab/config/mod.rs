@@ -11,9 +11,9 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::action::Action;
 use super::duration::{MAX_DURATION, parse_duration};
 use super::provider::Provider;
-use super::rule::Action;
 
 /// Which provider's rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
