@@ -2,10 +2,11 @@
 //! by name. Rule ids are checked against the registry by `engine::parse_config`; reading
 //! the file is in `load`, what serde cannot check in `validate`.
 
+mod error;
 mod load;
 mod validate;
 
-pub use load::ConfigError;
+pub use error::ConfigError;
 
 use std::collections::BTreeMap;
 
