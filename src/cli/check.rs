@@ -11,12 +11,12 @@ use std::sync::Arc;
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::Service;
 
-use super::positions::{Doc, Seg};
+use super::checked::Checked;
 use super::print::{Paint, Summary, print_json, print_text};
 pub use super::read::{Found, Loaded, feed_cluster, load, parse_service};
 use crate::cluster::ClusterState;
 use crate::config::Config;
-use crate::engine::{Input, Inventory, Operation, UserInfo, Verdict, Versions, evaluate, mutate};
+use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate, mutate};
 use crate::inventory::Snapshot;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -35,7 +35,7 @@ pub enum Output {
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
-    pub settings: super::ConfigArgs,
+    pub settings: super::settings::ConfigArgs,
     /// Live objects: a Service here with the same namespace/name is checked as an UPDATE.
     #[arg(long = "old", value_name = "FILE")]
     pub old: Vec<PathBuf>,
@@ -80,26 +80,6 @@ fn key_of(s: &Service) -> (String, String) {
             .unwrap_or_else(|| "default".into()),
         s.metadata.name.clone().unwrap_or_default(),
     )
-}
-
-/// The result of checking one Service, shared by the text and JSON printers.
-pub struct Checked {
-    pub origin: String,
-    /// The file, the document's field positions and the object's path in it.
-    pub file: String,
-    pub doc: Arc<Doc>,
-    pub base: Vec<Seg>,
-    pub input: Input,
-    pub patch: json_patch::Patch,
-    pub applied: Vec<crate::engine::AppliedDefault>,
-    pub verdict: Verdict,
-}
-
-impl Checked {
-    /// Line and column of the field a finding names (or of its nearest parent in the file).
-    pub fn locate(&self, v: &crate::engine::Violation) -> (usize, usize) {
-        self.doc.locate(&self.base, &v.field)
-    }
 }
 
 /// What every Service of one run is checked against.

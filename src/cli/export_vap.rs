@@ -14,7 +14,7 @@ use crate::vap::{Export, export, objects};
 pub struct ExportArgs {
     /// The config, versions and providers are written into the policies.
     #[command(flatten)]
-    pub settings: super::ConfigArgs,
+    pub settings: super::settings::ConfigArgs,
     /// Only these rule ids (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub rules: Vec<String>,

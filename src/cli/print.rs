@@ -4,7 +4,7 @@
 use serde::Serialize;
 use serde_json::Value;
 
-use super::check::Checked;
+use super::checked::Checked;
 use crate::rules::Action;
 
 #[derive(Debug, Serialize)]

@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::check::Checked;
+use super::checked::Checked;
 use crate::rules::{Action, registry};
 
 /// The SARIF schema's URI, as its `$id` names it.
