@@ -2,8 +2,8 @@
 //! controller picked by the Service's class, and the engine's update ratchet finding by
 //! finding.
 
-use super::format::{CLB_PROTOCOLS, NLB_PROTOCOLS};
 use super::nlb::BACKEND_TYPE;
+use super::value::{CLB_PROTOCOLS, NLB_PROTOCOLS};
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel::{self, on};
@@ -37,7 +37,7 @@ pub fn is_nlb(v: &VapCtx) -> String {
     )
 }
 
-/// CEL: `v` is a port as `format::port_ok` reads it.
+/// CEL: `v` is a port as `value::port_ok` reads it.
 fn port(v: &str) -> String {
     format!(
         "({v}.matches({}) && int({v}) >= 1 && int({v}) <= 65535)",
@@ -45,7 +45,7 @@ fn port(v: &str) -> String {
     )
 }
 
-/// CEL: `v` is not empty and has no white space (`format::group_id_ok`).
+/// CEL: `v` is not empty and has no white space (`value::group_id_ok`).
 fn token(v: &str) -> String {
     format!("({v} != '' && !{v}.matches({}))", cel::lit(WHITE_SPACE))
 }

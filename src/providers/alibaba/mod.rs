@@ -9,6 +9,7 @@ mod cel;
 mod clb;
 pub mod format;
 pub mod nlb;
+mod value;
 
 /// CEL over `$s`: ACK's NLB controller takes the Service (for rules outside this module).
 pub fn nlb_cel(v: &crate::vocab::rule::VapCtx) -> String {

@@ -3,7 +3,7 @@
 //! (loadbalancer.go:56-58, :639-666), and `listener-port-range`, only with the ENI backend
 //! (listeners.go:77-110, :151-154).
 
-use super::format::{group_id_ok, port_ok};
+use super::value::{group_id_ok, port_ok};
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::Findings;
 use crate::vocab::go;
