@@ -114,7 +114,7 @@ fn ip_mode_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 /// `-ip-mode: proxy` for `externalTrafficPolicy: Local` on 1.30+ (`defaults.ctyunIpModeProxy`).
 pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
     let cat = &CATALOG;
-    let mut out: Vec<Proposed> = super::inventory_address_type(ctx, cat)
+    let mut out: Vec<Proposed> = super::address_type::inventory_address_type(ctx, cat)
         .into_iter()
         .collect();
     if let Some(new) = ctx.new

@@ -145,7 +145,7 @@ fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 
 /// Alibaba's defaults: the reused load balancer's address type from the inventory.
 pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
-    super::inventory_address_type(ctx, &CATALOG)
+    super::address_type::inventory_address_type(ctx, &CATALOG)
         .into_iter()
         .collect()
 }
