@@ -12,7 +12,7 @@ use crate::vocab::rule::{CelCheck, VapCtx};
 use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
-use super::{cluster_gate_cel, protocol_in_cel};
+use super::conditions::{cluster_gate_cel, protocol_in_cel};
 
 pub(super) const SKIP: &str = "skip-managed-listener";
 
