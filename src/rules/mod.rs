@@ -2,6 +2,7 @@
 
 pub mod annotations;
 pub mod common;
+mod fixed;
 pub mod immutable;
 pub mod inventory;
 pub mod listeners;
