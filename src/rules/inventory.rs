@@ -2,7 +2,7 @@
 //! whose load balancer is not in the inventory gets one "unknown" report, whose action is
 //! `inventory.unknownLoadBalancer`. Without an inventory configured these rules are silent.
 
-use super::listeners::listener_ports;
+use super::ports::listener_ports;
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings, Lookup};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};

@@ -6,6 +6,7 @@ mod fixed;
 pub mod immutable;
 pub mod inventory;
 pub mod listeners;
+mod ports;
 pub mod reuse;
 
 use std::sync::LazyLock;
