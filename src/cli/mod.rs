@@ -27,6 +27,7 @@ pub mod positions;
 mod print;
 pub mod read;
 pub mod report;
+pub mod rule_table;
 pub mod settings;
 
 use std::process::ExitCode;
@@ -134,7 +135,7 @@ pub fn run(cli: Cli) -> ExitCode {
                     }
                 }
             } else if markdown {
-                out!("{}", crate::rules::markdown_table_for(provider));
+                out!("{}", rule_table::markdown_table_for(provider));
             } else {
                 let row = |id: &str, default: &str, class: &str, providers: &str, title: &str| {
                     outln!("{id:<34} {default:<7} {class:<10} {providers:<32} {title}");
