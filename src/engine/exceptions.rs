@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
-
-use super::{Input, Verdict};
+pub use super::verdict::Applied;
+use super::verdict::Verdict;
 use crate::rules::registry;
 use crate::vocab::config::Config;
+use crate::vocab::exceptions::WILDCARD;
 pub use crate::vocab::exceptions::{Exception, ExceptionSet, format_time, parse_time};
-use crate::vocab::exceptions::{KIND, WILDCARD};
+use crate::vocab::input::Input;
 
 /// The rule whose findings involve two Services: an exception covers such a finding only
 /// when the other Service is named by an exception for it too.
@@ -18,43 +18,6 @@ const SHARED_PORT_RULE: &str = "listener-port-unique";
 
 /// How far ahead the audit looks for exceptions about to expire.
 pub const EXPIRING_WITHIN: Duration = Duration::from_secs(7 * 24 * 3600);
-
-/// The exception that covers a finding, as reports and messages show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Applied {
-    pub namespace: String,
-    pub name: String,
-    pub reason: String,
-    pub expires: String,
-}
-
-impl Applied {
-    /// How `e` shows where it lets a finding through.
-    pub fn of(e: &Exception) -> Self {
-        Self {
-            namespace: e.namespace.clone(),
-            name: e.name.clone(),
-            reason: e.spec.reason.trim().to_string(),
-            expires: e
-                .expires()
-                .map_or_else(|| e.spec.expires.clone(), format_time),
-        }
-    }
-
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-
-    /// `allowed by LBGuardException shop/x until 2026-12-09T00:00:00Z, reason: the reason`.
-    pub fn describe(&self) -> String {
-        format!(
-            "allowed by {KIND} {} until {}, reason: {}",
-            self.key(),
-            self.expires,
-            self.reason
-        )
-    }
-}
 
 /// Everything that keeps an exception from being admitted at `now`, each naming its field.
 pub fn problems(e: &Exception, config: &Config, now: SystemTime) -> Vec<String> {
