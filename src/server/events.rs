@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
-use super::App;
+use super::state::App;
 
 /// The API rejects notes over 1 kB: cut at a character boundary.
 fn short(mut note: String) -> String {

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::events;
 use super::metrics;
-use super::{App, AppState, events};
+use super::state::{App, AppState};
 use crate::cluster::audit::audit;
 
 impl App {

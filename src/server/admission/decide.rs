@@ -5,7 +5,7 @@ use super::decode::{read_request, service};
 use super::{Answer, Endpoint, Reject, allowed, refuse};
 use crate::engine::{Input, Operation, UserInfo, Verdict, Violation, evaluate, mutate};
 use crate::rules::Action;
-use crate::server::AppState;
+use crate::server::state::AppState;
 
 /// After an allowed CREATE/UPDATE (not a dry run), the Service's listener ports are held
 /// in the cluster view until the watch shows it. If a concurrent admission took one of

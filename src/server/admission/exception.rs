@@ -6,7 +6,7 @@ use serde_json::value::RawValue;
 
 use super::{Answer, allowed};
 use crate::engine::exceptions::{Exception, problems};
-use crate::server::AppState;
+use crate::server::state::AppState;
 
 /// An `LBGuardException` request, read.
 pub(super) struct Review {

@@ -20,7 +20,7 @@ use serde_json::{Value, json};
 use decide::{Step, apply_claims, decide, prepare};
 use tracing::Instrument;
 
-use super::{AppState, BODY_LIMIT};
+use super::state::{AppState, BODY_LIMIT, LogDecisions, close_if_draining};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Endpoint {
@@ -198,7 +198,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
         || r.warnings.as_ref().is_some_and(|w| !w.is_empty())
         || r.patch.is_some()
         || !r.audit_annotations.is_empty()
-        || app.log_decisions == super::LogDecisions::All;
+        || app.log_decisions == LogDecisions::All;
     macro_rules! decision {
         ($level:expr) => {
             span.in_scope(|| {
@@ -223,7 +223,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
         decision!(tracing::Level::DEBUG);
     }
     let mut r = Json(encode_review(answer.response)).into_response();
-    super::close_if_draining(&app, &mut r);
+    close_if_draining(&app, &mut r);
     r
 }
 
