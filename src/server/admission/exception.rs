@@ -4,7 +4,7 @@
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{Answer, allowed};
+use super::answer::{Answer, allowed};
 use crate::engine::exceptions::{Exception, problems};
 use crate::server::state::AppState;
 

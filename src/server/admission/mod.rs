@@ -3,6 +3,7 @@
 //! `AdmissionResponse`, metrics, the decision log); `decode` reads requests, `decide` turns
 //! one into a verdict, a patch and the listener claims to take.
 
+mod answer;
 mod decide;
 mod decode;
 mod exception;
@@ -17,25 +18,11 @@ use axum::response::{IntoResponse, Response};
 use kube::core::admission::AdmissionResponse;
 use serde_json::{Value, json};
 
+pub use answer::{Endpoint, Reject};
 use decide::{Step, apply_claims, decide, prepare};
 use tracing::Instrument;
 
 use super::state::{AppState, BODY_LIMIT, LogDecisions, close_if_draining};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    Validate,
-    Mutate,
-}
-
-impl Endpoint {
-    fn as_str(self) -> &'static str {
-        match self {
-            Endpoint::Validate => "validate",
-            Endpoint::Mutate => "mutate",
-        }
-    }
-}
 
 pub async fn validate(State(app): State<AppState>, req: Request) -> Response {
     handle(app, Endpoint::Validate, req.into_body()).await
@@ -66,20 +53,6 @@ fn failed(
         })
         .inc();
     bad_request(status, message)
-}
-
-/// What a request turned into: the review to send and labels for logs and metrics.
-struct Answer {
-    response: AdmissionResponse,
-    operation: &'static str,
-    rules: Vec<&'static str>,
-    namespace: String,
-    name: String,
-    /// The Service's labels, for exceptions that select by label.
-    labels: std::collections::BTreeMap<String, String>,
-    dry_run: bool,
-    /// Listener claims to take before the allowed answer goes out.
-    claims: Vec<crate::claims::ClaimKey>,
 }
 
 async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
@@ -246,38 +219,4 @@ pub fn encode_review(mut response: AdmissionResponse) -> Value {
         );
     }
     review
-}
-
-/// A request that cannot be answered with an AdmissionReview: HTTP 400 with this message.
-pub struct Reject(String);
-
-/// A review that is not allowed, with the request's uid when it can be read.
-fn refuse(uid: Option<&str>, message: String) -> Result<Answer, Reject> {
-    match uid {
-        Some(uid) => {
-            let mut response = AdmissionResponse::invalid(format!("lbguard: {message}"));
-            response.uid = uid.to_string();
-            response.result.code = 400;
-            Ok(Answer {
-                response,
-                operation: "UNKNOWN",
-                rules: vec![],
-                namespace: String::new(),
-                name: String::new(),
-                labels: Default::default(),
-                dry_run: false,
-                claims: vec![],
-            })
-        }
-        None => Err(Reject(message)),
-    }
-}
-
-/// An allowed response for `uid`, built on kube's type.
-fn allowed(uid: String) -> AdmissionResponse {
-    let mut response = AdmissionResponse::invalid("");
-    response.uid = uid;
-    response.allowed = true;
-    response.result = Default::default();
-    response
 }
