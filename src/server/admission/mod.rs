@@ -1,7 +1,8 @@
 //! The admission edge: AdmissionReview in, AdmissionReview out; the engine sees only its
 //! own `Input`. This file holds the handlers and the response side (kube's
 //! `AdmissionResponse`, metrics, the decision log); `decode` reads requests, `decide` turns
-//! one into a verdict, a patch and the listener claims to take.
+//! one into a verdict, a patch and the listener claims to take, `answer` holds what is
+//! answered.
 
 mod answer;
 mod decide;
