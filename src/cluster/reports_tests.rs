@@ -18,6 +18,8 @@ struct Fake {
     /// (path without query) -> object
     objects: BTreeMap<String, Value>,
     requests: Vec<String>,
+    /// Namespaces whose writes are refused with this status (code, Status object).
+    refuse: BTreeMap<String, (StatusCode, Value)>,
 }
 
 fn fake(groups: &[(&'static str, &'static str)]) -> (Client, Arc<Mutex<Fake>>) {
@@ -48,6 +50,13 @@ fn fake(groups: &[(&'static str, &'static str)]) -> (Client, Arc<Mutex<Fake>>) {
                     StatusCode::OK,
                     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
                 )
+            } else if let Some((code, status)) = f
+                .refuse
+                .iter()
+                .find(|(ns, _)| path.contains(&format!("/namespaces/{ns}/")))
+                .map(|(_, r)| r.clone())
+            {
+                (code, status)
             } else if method == Method::PATCH {
                 assert!(
                     query.contains("fieldManager=lbguard") && query.contains("force=true"),
@@ -308,14 +317,20 @@ const WEB: &str = "/apis/openreports.io/v1alpha1/namespaces/web/reports/lbguard"
 async fn reports_are_created_updated_and_pruned() {
     let (client, state) = fake(&[OPEN]);
     let mut svcs = services();
-    let p = round(&client, ReportsApi::Auto, &report_of(&svcs))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&svcs),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 2,
-            deleted: 0
+            deleted: 0,
+            failed: vec![],
         }
     );
     {
@@ -330,14 +345,20 @@ async fn reports_are_created_updated_and_pruned() {
         .uid("u-b")
         .pa(Ctyun, "id", "lb-3")
         .build();
-    let p = round(&client, ReportsApi::Auto, &report_of(&svcs))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&svcs),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 2,
-            deleted: 0
+            deleted: 0,
+            failed: vec![],
         }
     );
     {
@@ -349,14 +370,20 @@ async fn reports_are_created_updated_and_pruned() {
     }
     // web's only LoadBalancer Service is gone: so is its report.
     svcs.pop();
-    let p = round(&client, ReportsApi::Auto, &report_of(&svcs))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&svcs),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 1,
-            deleted: 1
+            deleted: 1,
+            failed: vec![],
         }
     );
     assert_eq!(
@@ -369,25 +396,136 @@ async fn reports_are_created_updated_and_pruned() {
 async fn nothing_is_written_without_a_report_api_or_when_off() {
     let (client, state) = fake(&[("apps", "v1")]);
     assert_eq!(
-        round(&client, ReportsApi::Auto, &report_of(&services())).await,
+        round(
+            &client,
+            ReportsApi::Auto,
+            &report_of(&services()),
+            &mut BTreeMap::new()
+        )
+        .await,
         None
     );
     let (client2, state2) = fake(&[OPEN, WG]);
     assert_eq!(
-        round(&client2, ReportsApi::Off, &report_of(&services())).await,
+        round(
+            &client2,
+            ReportsApi::Off,
+            &report_of(&services()),
+            &mut BTreeMap::new()
+        )
+        .await,
         None
     );
     assert_eq!(state.lock().unwrap().requests, ["GET /apis"]);
     assert!(state2.lock().unwrap().requests.is_empty());
 }
 
+/// The Status the API server sends for a create in a namespace being deleted.
+fn terminating(ns: &str) -> Value {
+    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": format!("reports.openreports.io \"lbguard\" is forbidden: unable to create new content in namespace {ns} because it is being terminated"),
+        "reason": "Forbidden",
+        "details": {"name": "lbguard", "group": "openreports.io", "kind": "reports",
+                    "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]},
+        "code": 403})
+}
+
+/// A namespace that refuses (being deleted, forbidden) is counted with its reason and
+/// skipped; every other namespace gets its report, in the same round and the next.
+#[tokio::test]
+async fn a_namespace_that_refuses_does_not_stop_the_others() {
+    let (client, state) = fake(&[OPEN]);
+    state
+        .lock()
+        .unwrap()
+        .refuse
+        .insert("shop".into(), (StatusCode::FORBIDDEN, terminating("shop")));
+    let mut failing = BTreeMap::new();
+    for _ in 0..2 {
+        let p = round(
+            &client,
+            ReportsApi::Auto,
+            &report_of(&services()),
+            &mut failing,
+        )
+        .await
+        .unwrap();
+        assert_eq!(p.applied, 1, "{p:?}");
+        assert_eq!(p.failed.len(), 1, "{p:?}");
+        assert_eq!(p.failed[0].namespace, "shop");
+        assert_eq!(p.failed[0].reason, Refusal::Terminating);
+        assert!(p.failed[0].error.contains("being terminated"), "{p:?}");
+        assert_eq!(failing.get("shop"), Some(&Refusal::Terminating));
+        assert_eq!(
+            state.lock().unwrap().objects.keys().collect::<Vec<_>>(),
+            [WEB]
+        );
+    }
+    // Forbidden by RBAC is told apart; once the namespace takes writes again, it is written.
+    state.lock().unwrap().refuse.insert(
+        "shop".into(),
+        (
+            StatusCode::FORBIDDEN,
+            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden",
+                   "message": "reports.openreports.io is forbidden: User cannot patch", "code": 403}),
+        ),
+    );
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&services()),
+        &mut failing,
+    )
+    .await
+    .unwrap();
+    assert_eq!(p.failed[0].reason, Refusal::Forbidden);
+    state.lock().unwrap().refuse.clear();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&services()),
+        &mut failing,
+    )
+    .await
+    .unwrap();
+    assert_eq!(p.applied, 2);
+    assert!(p.failed.is_empty() && failing.is_empty(), "{p:?}");
+}
+
+#[test]
+fn refusals_are_read_from_the_api_server_s_status() {
+    let status = |v: Value| kube::Error::Api(serde_json::from_value(v).unwrap());
+    assert_eq!(
+        Refusal::of(&status(terminating("shop"))),
+        Refusal::Terminating
+    );
+    for (code, want) in [
+        (403, Refusal::Forbidden),
+        (409, Refusal::Conflict),
+        (404, Refusal::NotFound),
+        (422, Refusal::Invalid),
+        (429, Refusal::Unavailable),
+        (503, Refusal::Unavailable),
+        (418, Refusal::Other),
+    ] {
+        let e =
+            status(json!({"kind": "Status", "status": "Failure", "message": "x", "code": code}));
+        assert_eq!(Refusal::of(&e), want, "{code}");
+    }
+}
+
 /// Installing openreports after wgpolicyk8s moves lbguard's reports over: the old ones go.
 #[tokio::test]
 async fn a_later_openreports_install_takes_over_and_old_reports_are_removed() {
     let (client, state) = fake(&[WG]);
-    round(&client, ReportsApi::Auto, &report_of(&services()))
-        .await
-        .unwrap();
+    round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&services()),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert!(
         state
             .lock()
@@ -397,14 +535,20 @@ async fn a_later_openreports_install_takes_over_and_old_reports_are_removed() {
             .all(|k| k.contains("/wgpolicyk8s.io/"))
     );
     state.lock().unwrap().groups.push(OPEN);
-    let p = round(&client, ReportsApi::Auto, &report_of(&services()))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&services()),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 2,
-            deleted: 2
+            deleted: 2,
+            failed: vec![],
         }
     );
     assert!(

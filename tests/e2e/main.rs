@@ -100,6 +100,7 @@ fn cases() -> Vec<(&'static str, runner::Case<Env>)> {
         "deletion_protection" => examples::deletion_protection,
         "claims_hold_across_api_servers_and_replicas" => claims::run,
         "reports_pass_the_crd_schemas" => reports::run,
+        "reports_flow_past_a_namespace_stuck_terminating" => reports::stuck_namespace,
         "exceptions_unblock_one_service_for_one_rule_until_they_expire" => exceptions::run,
         "exported_policies_agree_with_the_webhook" => vap::run,
         "defaults_as_policies_equal_the_webhook" => map::run,
