@@ -11,6 +11,7 @@
 pub mod eval;
 pub mod mutating;
 pub mod route;
+pub mod vars;
 
 use std::collections::BTreeMap;
 
@@ -158,20 +159,27 @@ fn export_rule(
     };
     for cat in targets {
         let scope = crate::vocab::route::Scope::of(config);
+        // One variable each per policy: every check of the provider reads them.
         let applies_new = match (cat, fixed) {
-            (Some(c), false) => format!(
-                "({} || {}) && ({})",
-                detects(c, "object"),
-                detects(c, "oldObject"),
-                route::routed_to(c.provider, &scope)
+            (Some(c), false) => cel::shared(
+                &format!("{}_applies", c.provider),
+                &format!(
+                    "({} || {}) && ({})",
+                    detects(c, "object"),
+                    detects(c, "oldObject"),
+                    route::routed_to(c.provider, &scope)
+                ),
             ),
             _ => "true".into(),
         };
         let applies_old = match (cat, fixed) {
-            (Some(c), false) => format!(
-                "{} && {}",
-                detects(c, "oldObject"),
-                on(&route::served_by(c.provider, &scope), "oldObject")
+            (Some(c), false) => cel::shared(
+                &format!("old_{}_applies", c.provider),
+                &format!(
+                    "{} && {}",
+                    detects(c, "oldObject"),
+                    on(&route::served_by(c.provider, &scope), "oldObject")
+                ),
             ),
             _ => "true".into(),
         };
@@ -251,14 +259,20 @@ fn export_rule(
     })
 }
 
-/// One rule's policy (its match conditions as the engine gates it) and its binding.
+/// One rule's policy (its match conditions as the engine gates it) and its binding. What
+/// the validations share becomes the policy's variables.
 fn policy_and_binding(
     rule: &'static Rule,
     config: &Config,
     name: String,
-    validations: Vec<Validation>,
+    mut validations: Vec<Validation>,
     action: Action,
 ) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let mut vars = vars::Vars::default();
+    for v in &mut validations {
+        v.expression = vars.resolve(&v.expression);
+        v.message_expression = v.message_expression.as_deref().map(|m| vars.resolve(m));
+    }
     let labels = BTreeMap::from([
         (
             "app.kubernetes.io/managed-by".to_string(),
@@ -272,12 +286,16 @@ fn policy_and_binding(
         ..Default::default()
     };
     let ex = &config.exemptions;
-    // Rules that run on any update (finalizers) or delete (deletion protection) see every
-    // Service, as in the engine.
-    let mut conditions = vec![MatchCondition {
-        name: "served-by-provider".into(),
-        expression: route::ours(config),
-    }];
+    // Rules that run on any update (finalizers) see every Service the provider has a say
+    // on; deletion protection every Service that carries the mark, whatever serves it, as
+    // in the engine.
+    let mut conditions = Vec::new();
+    if rule.gate != Gate::Delete {
+        conditions.push(MatchCondition {
+            name: "served-by-provider".into(),
+            expression: route::ours(config),
+        });
+    }
     if !matches!(rule.gate, Gate::Update | Gate::Delete) {
         conditions.push(MatchCondition {
             name: "is-or-was-load-balancer".into(),
@@ -310,7 +328,8 @@ fn policy_and_binding(
                 }]),
                 ..Default::default()
             }),
-            match_conditions: Some(conditions),
+            match_conditions: (!conditions.is_empty()).then_some(conditions),
+            variables: (!vars.is_empty()).then(|| vars.into_variables()),
             validations: Some(validations),
             ..Default::default()
         }),
