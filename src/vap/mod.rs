@@ -7,6 +7,7 @@
 //! written, and rules the config turns off or has nothing to check for (a version rule when
 //! the cluster is new enough). `export-vap --list` says which and why.
 
+pub mod apply;
 #[cfg(test)]
 pub mod eval;
 pub mod mutating;
@@ -361,18 +362,34 @@ fn policy_and_binding(
     (policy, binding)
 }
 
-/// The policies and bindings as Kubernetes objects (JSON values with apiVersion and kind).
-pub fn objects(export: &Export) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    for e in &export.exported {
-        out.push(with_kind(&e.policy, "ValidatingAdmissionPolicy"));
-        out.push(with_kind(&e.binding, "ValidatingAdmissionPolicyBinding"));
-        if let Some((policy, binding)) = &e.advice {
+impl Exported {
+    /// Its objects: the policy and binding, and the advice policy and binding if any.
+    pub fn objects(&self) -> Vec<serde_json::Value> {
+        let mut out = vec![
+            with_kind(&self.policy, "ValidatingAdmissionPolicy"),
+            with_kind(&self.binding, "ValidatingAdmissionPolicyBinding"),
+        ];
+        if let Some((policy, binding)) = &self.advice {
             out.push(with_kind(policy, "ValidatingAdmissionPolicy"));
             out.push(with_kind(binding, "ValidatingAdmissionPolicyBinding"));
         }
+        out
     }
-    out
+
+    /// The largest of its objects' annotations once `kubectl apply` (client-side) added its
+    /// copy of the object: what the API server holds to `apply::ANNOTATIONS_LIMIT`.
+    pub fn applied_size(&self) -> usize {
+        self.objects()
+            .iter()
+            .map(apply::annotations_size)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The policies and bindings as Kubernetes objects (JSON values with apiVersion and kind).
+pub fn objects(export: &Export) -> Vec<serde_json::Value> {
+    export.exported.iter().flat_map(Exported::objects).collect()
 }
 
 fn with_kind<T: serde::Serialize>(o: &T, kind: &str) -> serde_json::Value {

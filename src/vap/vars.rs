@@ -74,7 +74,7 @@ impl Vars {
                 }
                 (
                     format!("{}{}", role(obj), key_name(&keys[0])),
-                    format!("{read}.orValue(null)"),
+                    format!("{read}.orValue(dyn(null))"),
                 )
             }
             Token::Key { obj, keys } => {

@@ -62,32 +62,36 @@ pub fn value_problem(value: &str) -> Option<String> {
 /// Everything that makes `sel` a selector the API server refuses, each naming its field
 /// under `field`. Empty: the selector means what it says.
 pub fn selector_problems(sel: &LabelSelector, field: &str) -> Vec<String> {
+    // Every request with a finding asks: nothing is allocated for a selector without a problem.
     let mut out = Vec::new();
     for (k, v) in sel.match_labels.iter().flatten() {
-        let at = format!("{field}.matchLabels[{k}]");
-        out.extend(key_problem(k).map(|p| format!("{at}: {p}")));
-        out.extend(value_problem(v).map(|p| format!("{at}: {p}")));
+        let at = || format!("{field}.matchLabels[{k}]");
+        out.extend(key_problem(k).map(|p| format!("{}: {p}", at())));
+        out.extend(value_problem(v).map(|p| format!("{}: {p}", at())));
     }
     for (i, e) in sel.match_expressions.iter().flatten().enumerate() {
-        let at = format!("{field}.matchExpressions[{i}]");
-        out.extend(key_problem(&e.key).map(|p| format!("{at}.key: {p}")));
+        let at = || format!("{field}.matchExpressions[{i}]");
+        out.extend(key_problem(&e.key).map(|p| format!("{}.key: {p}", at())));
         let values = e.values.as_deref().unwrap_or_default();
         match e.operator.as_str() {
             "In" | "NotIn" if values.is_empty() => out.push(format!(
-                "{at}.values: required with operator {}: list the label values",
+                "{}.values: required with operator {}: list the label values",
+                at(),
                 e.operator
             )),
             "Exists" | "DoesNotExist" if !values.is_empty() => out.push(format!(
-                "{at}.values: not allowed with operator {}: it would ignore them and select by the key alone; use In or NotIn to name values",
+                "{}.values: not allowed with operator {}: it would ignore them and select by the key alone; use In or NotIn to name values",
+                at(),
                 e.operator
             )),
             "In" | "NotIn" | "Exists" | "DoesNotExist" => {}
             other => out.push(format!(
-                "{at}.operator: \"{other}\" is not a selector operator (In, NotIn, Exists, DoesNotExist)"
+                "{}.operator: \"{other}\" is not a selector operator (In, NotIn, Exists, DoesNotExist)",
+                at()
             )),
         }
         for (j, v) in values.iter().enumerate() {
-            out.extend(value_problem(v).map(|p| format!("{at}.values[{j}]: {p}")));
+            out.extend(value_problem(v).map(|p| format!("{}.values[{j}]: {p}", at())));
         }
     }
     out
