@@ -445,3 +445,7 @@ pub async fn round(
 #[cfg(test)]
 #[path = "reports_tests.rs"]
 mod tests;
+
+#[cfg(test)]
+#[path = "reports_refusals.rs"]
+mod refusals;

@@ -13,16 +13,16 @@ use crate::testkit::{cfg, cluster_with, lb};
 
 /// An API server with report CRDs: discovery, server-side apply, list by label, delete.
 #[derive(Default)]
-struct Fake {
-    groups: Vec<(&'static str, &'static str)>,
+pub(super) struct Fake {
+    pub(super) groups: Vec<(&'static str, &'static str)>,
     /// (path without query) -> object
-    objects: BTreeMap<String, Value>,
-    requests: Vec<String>,
+    pub(super) objects: BTreeMap<String, Value>,
+    pub(super) requests: Vec<String>,
     /// Namespaces whose writes are refused with this status (code, Status object).
-    refuse: BTreeMap<String, (StatusCode, Value)>,
+    pub(super) refuse: BTreeMap<String, (StatusCode, Value)>,
 }
 
-fn fake(groups: &[(&'static str, &'static str)]) -> (Client, Arc<Mutex<Fake>>) {
+pub(super) fn fake(groups: &[(&'static str, &'static str)]) -> (Client, Arc<Mutex<Fake>>) {
     let state = Arc::new(Mutex::new(Fake {
         groups: groups.to_vec(),
         ..Default::default()
@@ -137,7 +137,7 @@ fn assert_schema_valid(api: ReportApi, objects: &BTreeMap<String, Value>) {
 }
 
 /// Two namespaces: `shop` with a denied pair and a clean Service, `web` with a bad value.
-fn services() -> Vec<k8s_openapi::api::core::v1::Service> {
+pub(super) fn services() -> Vec<k8s_openapi::api::core::v1::Service> {
     vec![
         lb().named("shop", "a")
             .uid("u-a")
@@ -158,7 +158,7 @@ fn services() -> Vec<k8s_openapi::api::core::v1::Service> {
     ]
 }
 
-fn report_of(svcs: &[k8s_openapi::api::core::v1::Service]) -> Report {
+pub(super) fn report_of(svcs: &[k8s_openapi::api::core::v1::Service]) -> Report {
     report_granted(svcs, &crate::cluster::audit::Granted::none())
 }
 
@@ -230,7 +230,7 @@ fn an_exempted_finding_is_a_skip_naming_the_exception_and_its_reason() {
 }
 
 const WG: (&str, &str) = ("wgpolicyk8s.io", "v1alpha2");
-const OPEN: (&str, &str) = ("openreports.io", "v1alpha1");
+pub(super) const OPEN: (&str, &str) = ("openreports.io", "v1alpha1");
 
 #[test]
 fn discovery_prefers_openreports_then_wgpolicyk8s() {
@@ -311,7 +311,7 @@ fn reports_hold_fails_warns_and_passes_per_namespace() {
 }
 
 const SHOP: &str = "/apis/openreports.io/v1alpha1/namespaces/shop/reports/lbguard";
-const WEB: &str = "/apis/openreports.io/v1alpha1/namespaces/web/reports/lbguard";
+pub(super) const WEB: &str = "/apis/openreports.io/v1alpha1/namespaces/web/reports/lbguard";
 
 #[tokio::test]
 async fn reports_are_created_updated_and_pruned() {
@@ -418,100 +418,6 @@ async fn nothing_is_written_without_a_report_api_or_when_off() {
     );
     assert_eq!(state.lock().unwrap().requests, ["GET /apis"]);
     assert!(state2.lock().unwrap().requests.is_empty());
-}
-
-/// The Status the API server sends for a create in a namespace being deleted.
-fn terminating(ns: &str) -> Value {
-    json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
-        "message": format!("reports.openreports.io \"lbguard\" is forbidden: unable to create new content in namespace {ns} because it is being terminated"),
-        "reason": "Forbidden",
-        "details": {"name": "lbguard", "group": "openreports.io", "kind": "reports",
-                    "causes": [{"reason": "NamespaceTerminating", "message": format!("namespace {ns} is being terminated"), "field": "metadata.namespace"}]},
-        "code": 403})
-}
-
-/// A namespace that refuses (being deleted, forbidden) is counted with its reason and
-/// skipped; every other namespace gets its report, in the same round and the next.
-#[tokio::test]
-async fn a_namespace_that_refuses_does_not_stop_the_others() {
-    let (client, state) = fake(&[OPEN]);
-    state
-        .lock()
-        .unwrap()
-        .refuse
-        .insert("shop".into(), (StatusCode::FORBIDDEN, terminating("shop")));
-    let mut failing = BTreeMap::new();
-    for _ in 0..2 {
-        let p = round(
-            &client,
-            ReportsApi::Auto,
-            &report_of(&services()),
-            &mut failing,
-        )
-        .await
-        .unwrap();
-        assert_eq!(p.applied, 1, "{p:?}");
-        assert_eq!(p.failed.len(), 1, "{p:?}");
-        assert_eq!(p.failed[0].namespace, "shop");
-        assert_eq!(p.failed[0].reason, Refusal::Terminating);
-        assert!(p.failed[0].error.contains("being terminated"), "{p:?}");
-        assert_eq!(failing.get("shop"), Some(&Refusal::Terminating));
-        assert_eq!(
-            state.lock().unwrap().objects.keys().collect::<Vec<_>>(),
-            [WEB]
-        );
-    }
-    // Forbidden by RBAC is told apart; once the namespace takes writes again, it is written.
-    state.lock().unwrap().refuse.insert(
-        "shop".into(),
-        (
-            StatusCode::FORBIDDEN,
-            json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "reason": "Forbidden",
-                   "message": "reports.openreports.io is forbidden: User cannot patch", "code": 403}),
-        ),
-    );
-    let p = round(
-        &client,
-        ReportsApi::Auto,
-        &report_of(&services()),
-        &mut failing,
-    )
-    .await
-    .unwrap();
-    assert_eq!(p.failed[0].reason, Refusal::Forbidden);
-    state.lock().unwrap().refuse.clear();
-    let p = round(
-        &client,
-        ReportsApi::Auto,
-        &report_of(&services()),
-        &mut failing,
-    )
-    .await
-    .unwrap();
-    assert_eq!(p.applied, 2);
-    assert!(p.failed.is_empty() && failing.is_empty(), "{p:?}");
-}
-
-#[test]
-fn refusals_are_read_from_the_api_server_s_status() {
-    let status = |v: Value| kube::Error::Api(serde_json::from_value(v).unwrap());
-    assert_eq!(
-        Refusal::of(&status(terminating("shop"))),
-        Refusal::Terminating
-    );
-    for (code, want) in [
-        (403, Refusal::Forbidden),
-        (409, Refusal::Conflict),
-        (404, Refusal::NotFound),
-        (422, Refusal::Invalid),
-        (429, Refusal::Unavailable),
-        (503, Refusal::Unavailable),
-        (418, Refusal::Other),
-    ] {
-        let e =
-            status(json!({"kind": "Status", "status": "Failure", "message": "x", "code": code}));
-        assert_eq!(Refusal::of(&e), want, "{code}");
-    }
 }
 
 /// Installing openreports after wgpolicyk8s moves lbguard's reports over: the old ones go.

@@ -16,11 +16,18 @@ pub const ANNOTATIONS_LIMIT: usize = 256 * 1024;
 /// compact JSON, HTML characters escaped and a newline at the end, as Go's encoder writes).
 pub fn last_applied(obj: &Value) -> String {
     let mut o = obj.clone();
-    if let Some(a) = o
-        .pointer_mut("/metadata/annotations")
-        .and_then(Value::as_object_mut)
-    {
-        a.remove(LAST_APPLIED);
+    if let Some(m) = o.get_mut("metadata").and_then(Value::as_object_mut) {
+        let left = m
+            .get_mut("annotations")
+            .and_then(Value::as_object_mut)
+            .map(|a| {
+                a.remove(LAST_APPLIED);
+                a.len()
+            });
+        // kubectl's copy is of the object as given: without annotations if it had none.
+        if left == Some(0) {
+            m.remove("annotations");
+        }
     }
     // `&`, `<` and `>` appear only inside JSON strings: replacing them is exact.
     serde_json::to_string(&o)

@@ -36,6 +36,7 @@ mod exceptions;
 mod identity;
 mod map;
 mod metrics;
+mod quota;
 mod reports;
 mod restart;
 mod rolling;
@@ -102,6 +103,7 @@ fn cases() -> Vec<(&'static str, runner::Case<Env>)> {
         "examples_through_the_api_server" => examples::run,
         "deletion_protection" => examples::deletion_protection,
         "claims_hold_across_api_servers_and_replicas" => claims::run,
+        "listener_quota_counts_only_listeners_the_controller_creates" => quota::run,
         "reports_pass_the_crd_schemas" => reports::run,
         "reports_flow_past_a_namespace_stuck_terminating" => reports::stuck_namespace,
         "exceptions_unblock_one_service_for_one_rule_until_they_expire" => exceptions::run,
