@@ -47,14 +47,29 @@ pub async fn run(env: &mut Env) {
         let admin = admin.clone();
         async move { call(&admin, "POST", &collection(&s), Some(&s)).await }
     };
-    // Port 80 without force-override: ACK leaves the load balancer's listeners alone.
-    let reuser = service("reuser", 80, false);
+    // Once lbguard has the new inventory, it knows the load balancer is intranet.
+    let mut probe = service("probe", 9, false);
+    probe["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type"] =
+        json!("internet");
+    let dry_run = format!("{}?dryRun=All", collection(&probe));
     eventually(
         Duration::from_secs(30),
         "the inventory is reloaded",
-        || async { post(reuser.clone()).await.ok().then_some(()) },
+        || async {
+            // Several in a row: both replicas reload on their own.
+            for _ in 0..4 {
+                let r = call(&admin, "POST", &dry_run, Some(&probe)).await;
+                if !r.message().contains("[address-type-match]") {
+                    return None;
+                }
+            }
+            Some(())
+        },
     )
     .await;
+    // Port 80 without force-override: ACK leaves the load balancer's listeners alone.
+    let r = post(service("reuser", 80, false)).await;
+    assert!(r.ok(), "{}", r.body);
     // 49 listeners and 81: 50, within the default quota.
     let r = post(service("override-81", 81, true)).await;
     assert!(r.ok(), "{}", r.body);
