@@ -287,6 +287,8 @@ const EXTERNAL: &[&str] = &[
     "--skip-crds",
     "--group",
     "--field-selector",
+    // kubectl's, where a policy is too big for client-side apply (export-vap.md).
+    "--server-side",
     // cargo's (`cargo install --path .`, `cargo check --all-targets`).
     "--path",
     "--all-targets",

@@ -152,7 +152,9 @@ fn evaluate_once(
         return verdict;
     }
     let ctx = Ctx::new(input, config, versions, cluster, inventory);
-    if let Some(why) = not_ours(&ctx) {
+    // The deletion-protection mark is on the Service, not on its load balancer: a DELETE is
+    // checked whatever serves the Service (only DELETE rules run: no provider's rules apply).
+    if let Some(why) = not_ours(&ctx).filter(|_| input.operation != Operation::Delete) {
         verdict.notes.push(format!("lbguard: not checked: {why}"));
         verdict.exempt = Some(why);
         verdict.foreign = true;

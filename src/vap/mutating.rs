@@ -284,7 +284,7 @@ pub fn export(config: &Config, versions: &Versions, api: Result<Api, String>) ->
     let mut conditions = vec![
         json!({
             "name": "is-load-balancer",
-            "expression": format!("object != null && {}", on(IS_LB, "object")),
+            "expression": cel::inline(&format!("object != null && {}", on(IS_LB, "object"))),
         }),
         json!({
             "name": "served-by-provider",
@@ -308,7 +308,7 @@ pub fn export(config: &Config, versions: &Versions, api: Result<Api, String>) ->
         .map(|m| {
             json!({
                 "patchType": "ApplyConfiguration",
-                "applyConfiguration": {"expression": m.expression},
+                "applyConfiguration": {"expression": cel::inline(&m.expression)},
             })
         })
         .collect();

@@ -6,7 +6,7 @@ use std::sync::LazyLock;
 use k8s_openapi::api::core::v1::Service;
 
 use super::annotations::Table;
-use super::cel::{annotation, has_annotation, lit};
+use super::cel::{annotation, annotation_token, has_annotation, lit};
 use super::provider::Provider;
 use super::service::Svc;
 
@@ -136,11 +136,11 @@ pub fn catalog_annotation(cat: &Catalog, suffix: &str) -> Annotation {
         },
         Some(legacy) => {
             let old = format!("{legacy}{suffix}");
-            let (hc, ho) = (has_annotation(&current), has_annotation(&old));
+            let value = annotation_token(&[&current, &old]);
             Annotation {
-                present: format!("({hc} || {ho})"),
-                value: format!("({hc} ? {} : {})", annotation(&current), annotation(&old)),
-                key: format!("({hc} ? {} : {})", lit(&current), lit(&old)),
+                present: format!("({value} != null)"),
+                key: format!("$key($s,{},{})", lit(&current), lit(&old)),
+                value,
             }
         }
     }

@@ -20,6 +20,9 @@ pub struct LbUser {
     pub ports: Vec<(i32, Family, &'static str)>,
     /// Huawei `skip-managed-listener: "true"`.
     pub skip_listener: bool,
+    /// The cloud controller makes listeners for its ports on this load balancer (ACK: only
+    /// with `force-override-listeners: "true"` on a reused one).
+    pub makes_listeners: bool,
     /// Huawei `elb.pass-through` value.
     pub pass_through: Option<String>,
     /// Admitted but not yet seen by the watch: held until this instant.

@@ -15,6 +15,7 @@ pub mod duration;
 pub mod exceptions;
 pub mod go;
 pub mod input;
+pub mod labels;
 pub mod lb;
 pub mod provider;
 pub mod route;

@@ -43,10 +43,11 @@ fn options_change_the_webhooks() {
     );
     let w = &r.kind("ValidatingWebhookConfiguration")[0]["webhooks"][0];
     assert!(w.get("matchConditions").is_none());
-    assert_eq!(
-        w["rules"][0]["operations"],
-        json!(["CREATE", "UPDATE", "DELETE"])
-    );
+    assert_eq!(w["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+    let d = &r.kind("ValidatingWebhookConfiguration")[0]["webhooks"][1];
+    assert_eq!(d["name"], "deletion-protection.lbguard.io");
+    assert!(d.get("matchConditions").is_none());
+    assert_eq!(d["rules"][0]["operations"], json!(["DELETE"]));
     assert_eq!(w["failurePolicy"], "Ignore");
     assert!(
         w["namespaceSelector"]["matchExpressions"][0]["values"]

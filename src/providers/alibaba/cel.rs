@@ -31,9 +31,13 @@ pub fn is_nlb(v: &VapCtx) -> String {
             .filter(|(_, c)| *c == Controller::Nlb)
             .map(|(k, _)| *k),
     );
-    format!(
-        "(has($s.spec.loadBalancerClass) && $s.spec.loadBalancerClass in {})",
-        cel::list(&classes)
+    // Every check reads it: one policy variable per object.
+    cel::shared(
+        "$s_alibaba_nlb",
+        &format!(
+            "$s != null && has($s.spec.loadBalancerClass) && $s.spec.loadBalancerClass in {}",
+            cel::list(&classes)
+        ),
     )
 }
 
@@ -160,17 +164,24 @@ fn values(cat: &'static Catalog, nlb: &str) -> Result<Vec<CelCheck>, &'static st
         if clb_ok == "true" && nlb_ok == "true" {
             continue;
         }
+        // One reading for both controllers: no need to ask which.
+        let ok = if clb_ok == nlb_ok {
+            clb_ok
+        } else {
+            format!("({nlb} ? ({nlb_ok}) : ({clb_ok}))")
+        };
+        let (nlb_says, clb_says) = (esc(&nlb_f.expected()), esc(&clb.expected()));
+        let allowed = if nlb_says == clb_says {
+            format!("'{clb_says}'")
+        } else {
+            format!("({nlb} ? '{nlb_says}' : '{clb_says}')")
+        };
         out.push(
             CelCheck::new(
+                format!("{} && {value} != '' && !({ok})", a.present),
                 format!(
-                    "{} && {value} != '' && !({nlb} ? ({nlb_ok}) : ({clb_ok}))",
-                    a.present
-                ),
-                format!(
-                    "'[annotation-format] ' + {} + ' is \"' + {value} + '\", which the cloud controller cannot use; allowed: ' + ({nlb} ? '{}' : '{}')",
+                    "'[annotation-format] ' + {} + ' is \"' + {value} + '\", which the cloud controller cannot use; allowed: ' + {allowed}",
                     a.key,
-                    esc(&nlb_f.expected()),
-                    esc(&clb.expected())
                 ),
             )
             .same_when(format!("{} + '=' + {}", a.key, a.value)),
