@@ -12,8 +12,10 @@ use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::Service;
 
 use super::positions::{Doc, Seg};
-use super::print::{Paint, Summary, print_json, print_text};
+use super::print::{Paint, Summary};
 pub use super::read::{Found, Loaded, feed_cluster, load, parse_service};
+use super::read::{NonObjects, Reading, load_with};
+use super::render::{Run, render, write_reports};
 use crate::cluster::ClusterState;
 use crate::config::Config;
 use crate::engine::{Input, Inventory, Operation, UserInfo, Verdict, Versions, evaluate, mutate};
@@ -30,6 +32,10 @@ pub enum Output {
     Sarif,
     /// JUnit XML, for CI systems that show test reports.
     Junit,
+    /// GitHub Actions workflow commands: an annotation per finding on its file and line.
+    Github,
+    /// Markdown: the counts and a table of findings (a GitHub job's step summary).
+    Markdown,
 }
 
 #[derive(Debug, Args)]
@@ -68,6 +74,18 @@ pub struct CheckArgs {
     /// reported as exempted (SARIF: suppressed) and does not fail the run.
     #[arg(long = "exceptions", value_name = "PATH")]
     pub exceptions: Vec<PathBuf>,
+    /// Also write the findings as FORMAT (one of --output's) to FILE, from the same run;
+    /// repeatable.
+    #[arg(long = "report", value_name = "FORMAT=FILE", value_parser = super::render::report_spec)]
+    pub reports: Vec<(Output, PathBuf)>,
+    /// Leave out the files and directories this glob matches (`charts/**`,
+    /// `**/templates/**`), as named or below the directory argument; repeatable.
+    #[arg(long = "exclude", value_name = "GLOB", value_parser = super::exclude::pattern)]
+    pub exclude: Vec<glob::Pattern>,
+    /// A document that is not a Kubernetes object (a list, a scalar, a mapping without
+    /// kind) is an error, not skipped with a note.
+    #[arg(long)]
+    pub strict: bool,
     /// YAML or JSON manifests (multi-document, `kind: List`), directories, or `-` for stdin.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -203,7 +221,15 @@ pub fn run(args: CheckArgs) -> ExitCode {
         },
     };
     let mut config = config;
-    let loaded = load(&args.files);
+    let reading = Reading {
+        non_objects: if args.strict {
+            NonObjects::Error
+        } else {
+            NonObjects::Note
+        },
+        exclude: super::exclude::Exclude::new(args.exclude.clone()),
+    };
+    let loaded = load_with(&args.files, &reading);
     let view = if args.inventory_cloud {
         let cloud = match super::inventory::cloud(&mut config, args.region.as_deref()) {
             Ok(c) => c,
@@ -249,11 +275,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let cluster = ClusterState::new(crate::vocab::route::Scope::of(&config));
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     errors.extend(loaded.errors);
+    let mut notes = loaded.notes;
     let granted = super::exceptions::read(&args.exceptions, &config, std::time::SystemTime::now());
     errors.extend(granted.errors);
-    for n in &granted.notes {
-        eprintln!("lbguard check: {n}");
-    }
+    notes.extend(granted.notes);
 
     let against = Against {
         config: &config,
@@ -282,17 +307,31 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let (foreign, results): (Vec<Checked>, Vec<Checked>) =
         results.into_iter().partition(|c| c.verdict.foreign);
     for c in &foreign {
-        eprintln!(
-            "lbguard check: {}/{} ({}) skipped: {}",
+        notes.push(format!(
+            "{}/{} ({}) skipped: {}",
             c.input.namespace,
             c.input.name,
             c.origin,
             c.verdict.exempt.as_deref().unwrap_or_default()
-        );
+        ));
     }
+    for n in &notes {
+        eprintln!("lbguard check: {n}");
+    }
+    // Services that reuse a load balancer, checked without an inventory.
+    let blind: Vec<bool> = results
+        .iter()
+        .map(|c| {
+            !inventory.configured()
+                && c.input.object.as_ref().is_some_and(|s| {
+                    !crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s)).is_empty()
+                })
+        })
+        .collect();
     let summary = Summary {
         checked: results.len(),
         skipped: loaded.skipped,
+        ignored: loaded.ignored,
         foreign: foreign.len(),
         denied: results.iter().filter(|c| !c.verdict.allowed()).count(),
         // As the audit counts: findings an exception covers are not warnings.
@@ -309,28 +348,22 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .flat_map(|c| &c.verdict.violations)
             .filter(|v| v.exception.is_some())
             .count(),
-        no_inventory: if inventory.configured() {
-            0
-        } else {
-            results
-                .iter()
-                .filter_map(|c| c.input.object.as_ref())
-                .filter(|s| {
-                    !crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s)).is_empty()
-                })
-                .count()
-        },
+        no_inventory: blind.iter().filter(|b| **b).count(),
     };
-    match args.output {
-        Output::Json => print_json(&results, &summary),
-        Output::Text => print_text(&results, &summary, Paint(std::io::stdout().is_terminal())),
-        Output::Sarif => outln!("{:#}", super::report::sarif(&results)),
-        Output::Junit => out!("{}", super::report::junit(&results)),
-    }
-    for e in &errors {
+    let run = Run {
+        results: &results,
+        summary: &summary,
+        errors: &errors,
+        notes: &notes,
+        blind: &blind,
+    };
+    let paint = Paint(args.output == Output::Text && std::io::stdout().is_terminal());
+    out!("{}", render(args.output, &run, paint));
+    let unwritten = write_reports(&args.reports, &run);
+    for e in errors.iter().chain(&unwritten) {
         eprintln!("lbguard check: {e}");
     }
-    if !errors.is_empty() {
+    if !errors.is_empty() || !unwritten.is_empty() {
         ExitCode::from(2)
     } else if summary.denied > 0 {
         ExitCode::from(1)

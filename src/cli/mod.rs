@@ -69,11 +69,14 @@ impl ConfigArgs {
 pub mod check;
 pub mod config;
 pub mod exceptions;
+pub mod exclude;
 pub mod export_vap;
+pub mod github;
 pub mod inventory;
 pub mod positions;
 mod print;
 pub mod read;
+pub mod render;
 pub mod report;
 
 use std::process::ExitCode;
