@@ -21,9 +21,19 @@ fn property(s: &str) -> String {
 }
 
 /// A file as the repository names it: GitHub matches annotations against the path from the
-/// repository's root.
+/// repository's root (the workspace, where a job's steps start).
 fn repo_path(file: &str) -> &str {
+    repo_path_in(file, std::env::var("GITHUB_WORKSPACE").ok().as_deref())
+}
+
+fn repo_path_in<'a>(file: &'a str, workspace: Option<&str>) -> &'a str {
     let mut f = file;
+    if let Some(ws) = workspace.filter(|w| !w.is_empty())
+        && let Some(rest) = f.strip_prefix(ws.trim_end_matches('/'))
+        && rest.starts_with('/')
+    {
+        f = &rest[1..];
+    }
     while let Some(rest) = f.strip_prefix("./") {
         f = rest;
     }
@@ -31,7 +41,8 @@ fn repo_path(file: &str) -> &str {
 }
 
 /// One `::error` (deny), `::warning` (warn) or `::notice` (let through by an exception)
-/// per finding, then one per error, note and rules that did not run.
+/// per finding, then one per error and for rules that did not run. Notes (what was skipped)
+/// are left to the log and the summary: a repository's other YAML is not news.
 pub(super) fn commands(run: &Run) -> String {
     let mut out = String::new();
     for c in run.results {
@@ -67,7 +78,7 @@ pub(super) fn commands(run: &Run) -> String {
         let command = match n.level {
             Level::Error => "error",
             Level::Warning => "warning",
-            Level::Note => "notice",
+            Level::Note => continue,
         };
         let _ = writeln!(out, "::{command} title=lbguard::{}", data(&n.text));
     }
@@ -162,7 +173,16 @@ mod tests {
     fn commands_and_cells_are_escaped() {
         assert_eq!(data("50% a\nb\r"), "50%25 a%0Ab%0D");
         assert_eq!(property("a: b, c"), "a%3A b%2C c");
-        assert_eq!(repo_path("././deploy/a.yaml"), "deploy/a.yaml");
+        assert_eq!(repo_path_in("././deploy/a.yaml", None), "deploy/a.yaml");
+        let ws = Some("/home/runner/work/r/r/");
+        assert_eq!(
+            repo_path_in("/home/runner/work/r/r/deploy/a.yaml", ws),
+            "deploy/a.yaml"
+        );
+        assert_eq!(
+            repo_path_in("/home/runner/work/r/rx/a.yaml", ws),
+            "/home/runner/work/r/rx/a.yaml"
+        );
         assert_eq!(cell("a|b <c>\nd & e"), "a\\|b &lt;c&gt; d &amp; e");
     }
 }
