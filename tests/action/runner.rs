@@ -209,7 +209,7 @@ fn condition_holds(condition: &str, ctx: &BTreeMap<String, String>, failed: bool
             let value = ctx.get(name.trim()).map_or("", String::as_str);
             (value == want.trim().trim_matches('\'')) == equal
         }
-    }) && (failed == false || inner.contains("!cancelled()") || inner.contains("always()"))
+    }) && (!failed || inner.contains("!cancelled()") || inner.contains("always()"))
 }
 
 fn workspace() -> tempfile::TempDir {
