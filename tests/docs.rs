@@ -268,9 +268,11 @@ const EXTERNAL: &[&str] = &[
     "--skip-crds",
     "--group",
     "--field-selector",
-    // cargo's (`cargo install --path .`, `cargo check --all-targets`).
+    // cargo's (`cargo install --path .`, `cargo check --all-targets`, the pre-commit hook's
+    // `cargo install --locked --bin lbguard`).
     "--path",
     "--all-targets",
+    "--bin",
     // The Volcengine controller's flag (configuration.md, whose Services are lbguard's).
     "--loadbalancer-class",
 ];
