@@ -269,10 +269,11 @@ const EXTERNAL: &[&str] = &[
     "--group",
     "--field-selector",
     // cargo's (`cargo install --path .`, `cargo check --all-targets`, the pre-commit hook's
-    // `cargo install --locked --bin lbguard`).
+    // `cargo install --locked --bin lbguard`, the benchmark's `--features bench`).
     "--path",
     "--all-targets",
     "--bin",
+    "--features",
     // The Volcengine controller's flag (configuration.md, whose Services are lbguard's).
     "--loadbalancer-class",
 ];
