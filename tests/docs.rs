@@ -287,11 +287,14 @@ const EXTERNAL: &[&str] = &[
     "--skip-crds",
     "--group",
     "--field-selector",
+    // cargo's (`cargo install --path .`, `cargo check --all-targets`, the pre-commit hook's
+    // `cargo install --locked --bin lbguard`, the benchmark's `--features bench`).
     // kubectl's, where a policy is too big for client-side apply (export-vap.md).
     "--server-side",
-    // cargo's (`cargo install --path .`, `cargo check --all-targets`).
     "--path",
     "--all-targets",
+    "--bin",
+    "--features",
     // The Volcengine controller's flag (configuration.md, whose Services are lbguard's).
     "--loadbalancer-class",
     // cargo install from the repository (check.md, SECURITY.md), before the first release.

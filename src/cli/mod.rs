@@ -21,24 +21,41 @@ pub mod check;
 pub mod checked;
 pub mod config;
 pub mod exceptions;
+pub mod exclude;
 pub mod export_vap;
+pub mod github;
 pub mod inventory;
+pub mod output;
 pub mod positions;
 mod print;
 pub mod read;
+pub mod render;
 pub mod report;
 pub mod rule_table;
+pub mod run;
 pub mod settings;
+pub mod summary;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Both roles, for `lbguard --help` and the image run without a command.
+const ROLES: &str = "\
+The webhook (what the Helm chart runs):
+  lbguard serve --tls-cert FILE --tls-key FILE [--config FILE]
+The linter, offline (CI, pre-commit, a laptop):
+  lbguard check [--provider P] FILE|DIR...
+The image runs in /manifests, as user 65532:
+  podman run --rm -v \"$PWD:/manifests:ro\" IMAGE check .";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "lbguard",
     version,
-    about = "Admission webhook and linter for type: LoadBalancer Services"
+    about = "Admission webhook and linter for type: LoadBalancer Services",
+    after_help = ROLES,
+    arg_required_else_help = true
 )]
 pub struct Cli {
     #[command(subcommand)]

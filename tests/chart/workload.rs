@@ -400,3 +400,20 @@ fn ccm_version_auto_may_get_the_controller_workload_only() {
     let report = helm("lint", &json!({"config": {"ccm": {"version": "auto"}}}));
     assert_eq!(report["errors"], json!([]), "{report}");
 }
+
+/// The image has no default command: the pods run `serve` because the chart says so, with
+/// arguments `lbguard serve` accepts.
+#[test]
+fn the_pods_run_serve_with_arguments_lbguard_accepts() {
+    use clap::Parser;
+    let r = render(json!({}));
+    let dep: Deployment = r.one("Deployment");
+    let pod = dep.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
+    assert!(container.command.is_none(), "the image's entrypoint runs");
+    let args = container.args.clone().unwrap_or_default();
+    assert_eq!(args.first().map(String::as_str), Some("serve"), "{args:?}");
+    let cli = lbguard::cli::Cli::try_parse_from(std::iter::once("lbguard".to_string()).chain(args))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(cli.command, lbguard::cli::Command::Serve(_)));
+}

@@ -50,9 +50,10 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
         doc["summary"]["checked"].as_u64().unwrap() as usize,
         results.len()
     );
-    // The config, the inventory and the tutorial's chart values are not Kubernetes objects;
-    // the state has a Node and an Ingress.
-    assert_eq!(doc["summary"]["skipped"], 5);
+    // The state has a Node and an Ingress; the config, the inventory and the tutorial's
+    // chart values are not Kubernetes objects.
+    assert_eq!(doc["summary"]["skipped"], 2);
+    assert_eq!(doc["summary"]["ignored"], 3);
 }
 
 /// Each `bad-annotation-ccm-version-*` example, checked at a version below what its
@@ -128,7 +129,17 @@ fn json_shape_matches_the_contract() {
     assert!(r["defaults"].is_array());
     assert_eq!(
         doc["summary"],
-        serde_json::json!({"checked": 1, "skipped": 0, "foreign": 0, "denied": 1, "warned": 0, "exempted": 0})
+        serde_json::json!({"checked": 1, "skipped": 0, "ignored": 0, "foreign": 0, "denied": 1, "warned": 0, "exempted": 0})
+    );
+    // What could not be checked, and what was skipped and why (with the rules that did not
+    // run for lack of an inventory).
+    assert_eq!(doc["errors"], serde_json::json!([]));
+    assert!(
+        doc["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no inventory was given"),
+        "{doc}"
     );
 }
 
@@ -266,7 +277,6 @@ fn bad_input_exits_two_with_a_clear_message() {
             "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  annotations:\n    kubernetes.io/elb.class: 5\n",
             "metadata.annotations.kubernetes.io/elb.class: invalid type: integer `5`",
         ),
-        ("- just\n- a list\n", "not a Kubernetes object"),
         (
             "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {ports: [{port: eighty}]}\n",
             "spec.ports[0].port",
