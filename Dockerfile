@@ -7,8 +7,8 @@ ENV CARGO_PROFILE_RELEASE_DEBUG=false CARGO_PROFILE_RELEASE_STRIP=symbols
 # Dependencies first, so source edits reuse the cached dependency layer. Every target the
 # manifest names must exist, so the bench and the e2e suite get stand-ins.
 COPY Cargo.toml Cargo.lock ./
-RUN mkdir -p src/bin tests/e2e && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
-    && echo 'fn main() {}' > src/bin/lbguard-bench.rs && echo 'fn main() {}' > tests/e2e/main.rs \
+RUN mkdir -p src/bin/lbguard-bench tests/e2e && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
+    && echo 'fn main() {}' > src/bin/lbguard-bench/main.rs && echo 'fn main() {}' > tests/e2e/main.rs \
     && cargo build --release --locked --bin lbguard \
     && rm -rf src
 COPY src ./src
@@ -26,4 +26,6 @@ USER 65532:65532
 WORKDIR /manifests
 EXPOSE 8443 9090
 ENTRYPOINT ["/usr/local/bin/lbguard"]
-CMD ["serve", "--tls-cert=/etc/lbguard/tls/tls.crt", "--tls-key=/etc/lbguard/tls/tls.key"]
+# Both roles take their command: the chart runs `serve ...`, CI runs `check ...`. Without
+# one, the image says how to use it for each instead of guessing.
+CMD ["--help"]

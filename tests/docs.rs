@@ -94,8 +94,24 @@ fn rendered_text(page: &Path) -> String {
                 .strip_prefix("{{#include ")
                 .and_then(|l| l.strip_suffix("}}"))
             {
-                Some(file) => std::fs::read_to_string(page.parent().unwrap().join(file.trim()))
-                    .unwrap_or_else(|e| panic!("{}: {file}: {e}", page.display())),
+                // `FILE:anchor` includes the part between `ANCHOR: anchor` and `ANCHOR_END`.
+                Some(spec) => {
+                    let (file, anchor) = match spec.trim().split_once(':') {
+                        Some((f, a)) => (f, Some(a)),
+                        None => (spec.trim(), None),
+                    };
+                    let text = std::fs::read_to_string(page.parent().unwrap().join(file))
+                        .unwrap_or_else(|e| panic!("{}: {file}: {e}", page.display()));
+                    match anchor {
+                        None => text,
+                        Some(a) => text
+                            .split(&format!("ANCHOR: {a} -->"))
+                            .nth(1)
+                            .and_then(|t| t.split(&format!("<!-- ANCHOR_END: {a}")).next())
+                            .unwrap_or_else(|| panic!("{}: {file}: no anchor {a}", page.display()))
+                            .to_string(),
+                    }
+                }
                 None => format!("{line}\n"),
             }
         })
@@ -229,7 +245,10 @@ fn lbguard_flags() -> BTreeSet<String> {
         }
     }
     let mut out = BTreeSet::new();
-    walk(&lbguard::cli::Cli::command(), &mut out);
+    // Built, so that clap's own `--help` and `--version` are there.
+    let mut cli = lbguard::cli::Cli::command();
+    cli.build();
+    walk(&cli, &mut out);
     out
 }
 
@@ -268,11 +287,29 @@ const EXTERNAL: &[&str] = &[
     "--skip-crds",
     "--group",
     "--field-selector",
-    // cargo's (`cargo install --path .`, `cargo check --all-targets`).
+    // cargo's (`cargo install --path .`, `cargo check --all-targets`, the pre-commit hook's
+    // `cargo install --locked --bin lbguard`, the benchmark's `--features bench`).
+    // kubectl's, where a policy is too big for client-side apply (export-vap.md).
+    "--server-side",
     "--path",
     "--all-targets",
+    "--bin",
+    "--features",
     // The Volcengine controller's flag (configuration.md, whose Services are lbguard's).
     "--loadbalancer-class",
+    // cargo install from the repository (check.md, SECURITY.md), before the first release.
+    "--git",
+    "--rev",
+    "--bin",
+    // pre-commit autoupdate, to pin a commit before the first tag (check.md).
+    "--bleeding-edge",
+    "--freeze",
+    // kubectl create secret tls (install.md).
+    "--cert",
+    "--key",
+    // The node recipe's scripts (development.md).
+    "--install-deps",
+    "--purge",
 ];
 
 #[test]
@@ -349,8 +386,11 @@ fn every_config_and_chart_key_the_docs_name_exists() {
                 && parts
                     .iter()
                     .all(|p| !p.is_empty() && p.chars().all(|c| c.is_ascii_alphanumeric()));
-            let file = ["rs", "md", "yaml", "json", "toml", "tpl", "py", "txt"]
-                .contains(parts.last().unwrap_or(&""));
+            // A file, or a domain (`exceptions.lbguard.io`, a webhook's name).
+            let file = [
+                "rs", "md", "yaml", "json", "toml", "tpl", "py", "txt", "io", "com",
+            ]
+            .contains(parts.last().unwrap_or(&""));
             if !dotted
                 || file
                 || !(config_roots.contains(parts[0]) || value_roots.contains(parts[0]))

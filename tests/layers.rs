@@ -1,9 +1,12 @@
-//! The crate's shape, read from its source: the cloud layer's files import only their own
-//! layer or the layers below it, without a circle, and a cloud's module uses no other
-//! cloud's; no source or test file is over 600 lines (DESIGN: one concept per file). The
-//! layers are named in docs/src/architecture.md.
+//! The crate's shape, read from its source: no file of `src/` imports another in a circle
+//! (tests/layers/imports.rs reads which file imports which); the cloud layer's files import
+//! only their own layer or the layers below it, and a cloud's module uses no other cloud's;
+//! no source or test file is over 600 lines (DESIGN: one concept per file). The layers are
+//! named in docs/src/architecture.md.
 
-use std::collections::{BTreeMap, BTreeSet};
+#[path = "layers/imports.rs"]
+mod imports;
+
 use std::path::{Path, PathBuf};
 
 /// `src/cloud`'s layers, lowest first: a file's layer is named by its first path component
@@ -26,23 +29,7 @@ const CLOUDS: &str = "clients";
 /// The longest a source file may be.
 const MAX_LINES: usize = 600;
 
-/// A source file: its path under `src/cloud` and its module path.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-struct File {
-    rel: String,
-    module: Vec<String>,
-}
-
-fn module_of(rel: &str) -> Vec<String> {
-    let mut parts: Vec<String> = rel.split('/').map(str::to_string).collect();
-    let last = parts.pop().unwrap_or_default();
-    if last != "mod.rs" {
-        parts.push(last.trim_end_matches(".rs").to_string());
-    }
-    parts
-}
-
-/// Which layer (index into [`LAYERS`]) a file belongs to, if any.
+/// A file's layer under `src/cloud` (index into [`LAYERS`]), if any.
 fn layer_of(rel: &str) -> Option<usize> {
     let first = if rel == "mod.rs" {
         "mod.rs"
@@ -55,198 +42,72 @@ fn layer_of(rel: &str) -> Option<usize> {
     LAYERS.iter().position(|(_, names)| names.contains(&first))
 }
 
-/// The code of a file that is compiled outside tests, without comments.
-fn code(text: &str) -> String {
-    let mut out = String::new();
-    for line in text.lines() {
-        let t = line.trim_start();
-        if t.starts_with("#[cfg(test)]") {
-            break;
-        }
-        if t.starts_with("//") {
-            continue;
-        }
-        out.push_str(line);
-        out.push('\n');
-    }
-    out
-}
-
-fn ident(s: &str) -> (&str, &str) {
-    let end = s
-        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .unwrap_or(s.len());
-    s.split_at(end)
-}
-
-/// Every path the code names from `start` (`super::`, `super::super::` or `crate::cloud::`):
-/// its segments, a `{...}` group expanded one level.
-fn paths(code: &str, start: &str) -> Vec<(usize, Vec<String>)> {
-    let mut out = Vec::new();
-    let mut from = 0;
-    while let Some(i) = code[from..].find(start) {
-        let at = from + i;
-        from = at + start.len();
-        // `super::` inside `super::super::` is counted once, from its start.
-        let before = code[..at].chars().next_back();
-        if before.is_some_and(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':') {
-            continue;
-        }
-        let mut rest = &code[from..];
-        let mut ups = 0;
-        while start == "super::" && rest.starts_with("super::") {
-            rest = &rest["super::".len()..];
-            ups += 1;
-        }
-        let mut segs = Vec::new();
-        loop {
-            let (id, tail) = ident(rest);
-            if id.is_empty() {
-                break;
-            }
-            segs.push(id.to_string());
-            match tail.strip_prefix("::") {
-                Some(t) => rest = t,
-                None => {
-                    rest = "";
-                    break;
-                }
-            }
-        }
-        if let Some(group) = rest.strip_prefix('{') {
-            let inner = &group[..group.find('}').unwrap_or(group.len())];
-            for item in inner.split(',') {
-                let mut s = segs.clone();
-                s.extend(
-                    item.split("::")
-                        .map(|p| ident(p.trim()).0.to_string())
-                        .filter(|p| !p.is_empty() && p != "self"),
-                );
-                out.push((ups, s));
-            }
-        } else {
-            out.push((ups, segs));
-        }
-    }
-    out
-}
-
-/// The files a file's code imports (by `super::` or `crate::cloud::`), other than itself.
-fn imports(file: &File, text: &str, modules: &BTreeMap<Vec<String>, File>) -> BTreeSet<File> {
-    let code = code(text);
-    let mut found = BTreeSet::new();
-    let mut resolve = |base: Vec<String>, segs: &[String]| {
-        let mut target = modules.get(&base);
-        let mut m = base;
-        for s in segs {
-            m.push(s.clone());
-            match modules.get(&m) {
-                Some(f) => target = Some(f),
-                None => break,
-            }
-        }
-        if let Some(t) = target
-            && t != file
-        {
-            found.insert(t.clone());
-        }
-    };
-    for (ups, segs) in paths(&code, "super::") {
-        let mut base = file.module.clone();
-        // A file's own module is `module`; `super` is its parent.
-        for _ in 0..=ups {
-            base.pop();
-        }
-        resolve(base, &segs);
-    }
-    for (_, segs) in paths(&code, "crate::cloud::") {
-        resolve(Vec::new(), &segs);
-    }
-    // A file's own child modules, named bare (`use child::X`, `child::f()`).
-    for child in children(&code) {
-        for (_, segs) in paths(&code, &format!("{child}::")) {
-            let mut s = vec![child.clone()];
-            s.extend(segs);
-            resolve(file.module.clone(), &s);
-        }
-    }
-    found
-}
-
-/// The modules a file declares (`mod x;`, `pub mod x;`).
-fn children(code: &str) -> Vec<String> {
-    code.lines()
-        .filter_map(|l| {
-            let l = l.trim();
-            let rest = l.strip_prefix("pub ").or_else(|| {
-                l.strip_prefix("pub(crate) ")
-                    .or_else(|| l.strip_prefix("pub(super) "))
-            });
-            let name = rest.unwrap_or(l).strip_prefix("mod ")?.strip_suffix(';')?;
-            Some(name.trim().to_string())
-        })
-        .collect()
-}
-
-/// Everything wrong with the layering of these files (path under `src/cloud`, text).
+/// Everything wrong with the imports of these files (path under `src/`, text): a circle
+/// anywhere, and in `src/cloud` an import up its layers or from one cloud to another.
 fn problems(files: &[(String, String)]) -> Vec<String> {
-    let modules: BTreeMap<Vec<String>, File> = files
-        .iter()
-        .map(|(rel, _)| {
-            let f = File {
-                rel: rel.clone(),
-                module: module_of(rel),
-            };
-            (f.module.clone(), f)
-        })
-        .collect();
+    let graph = imports::graph(files);
     let mut problems = Vec::new();
-    let mut graph: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
-    for (rel, text) in files {
-        let file = &modules[&module_of(rel)];
+    for (path, _) in files {
+        let Some(rel) = path.strip_prefix("cloud/") else {
+            continue;
+        };
         let Some(layer) = layer_of(rel) else {
             problems.push(format!("src/cloud/{rel}: in no layer; add it to LAYERS"));
             continue;
         };
-        for t in imports(file, text, &modules) {
-            let to = layer_of(&t.rel).unwrap_or(usize::MAX);
+        // `clients/<cloud>.rs` or `clients/<cloud>/...`; `clients/mod.rs` picks among them.
+        let cloud = |r: &str| {
+            let mut parts = r.split('/');
+            let c = (parts.next() == Some(CLOUDS))
+                .then(|| parts.next())
+                .flatten()?;
+            (c != "mod.rs").then(|| c.trim_end_matches(".rs").to_string())
+        };
+        let targets = graph.get(path).into_iter().flat_map(|e| e.keys());
+        for t in targets.filter_map(|t| t.strip_prefix("cloud/")) {
+            let to = layer_of(t).unwrap_or(usize::MAX);
             if to > layer {
                 problems.push(format!(
-                    "src/cloud/{rel} ({}) imports src/cloud/{} ({}), a higher layer",
+                    "src/cloud/{rel} ({}) imports src/cloud/{t} ({}), a higher layer",
                     LAYERS[layer].0,
-                    t.rel,
                     LAYERS.get(to).map_or("no layer", |l| l.0)
                 ));
             }
-            let cloud = |f: &File| {
-                (f.module.len() > 1 && f.module[0] == CLOUDS).then(|| f.module[1].clone())
-            };
-            if let (Some(a), Some(b)) = (cloud(file), cloud(&t))
+            if let (Some(a), Some(b)) = (cloud(rel), cloud(t))
                 && a != b
             {
                 problems.push(format!(
-                    "src/cloud/{rel} imports src/cloud/{}: a cloud uses only the layers below",
-                    t.rel
+                    "src/cloud/{rel} imports src/cloud/{t}: a cloud uses only the layers below"
                 ));
             }
-            graph.entry(rel.clone()).or_default().insert(t.rel.clone());
         }
     }
-    // No circle of any length (two files importing each other is the shortest).
-    for start in graph.keys() {
-        let mut seen = BTreeSet::new();
-        let mut stack: Vec<&String> = graph[start].iter().collect();
-        while let Some(n) = stack.pop() {
-            if n == start {
-                problems.push(format!("src/cloud/{start} is in an import circle"));
-                break;
-            }
-            if seen.insert(n) {
-                stack.extend(graph.get(n).into_iter().flatten());
-            }
-        }
-    }
+    problems.extend(imports::circles(&graph));
     problems
+}
+
+/// The code of `src/` that ships (path under `src/`, text): tests may reach anything.
+fn sources() -> Vec<(String, String)> {
+    let dir = root().join("src");
+    let mut paths = Vec::new();
+    rs_files(&dir, &mut paths);
+    let mut files: Vec<(String, String)> = paths
+        .iter()
+        .filter_map(|p| {
+            let rel = p
+                .strip_prefix(&dir)
+                .ok()?
+                .to_string_lossy()
+                .replace('\\', "/");
+            let name = rel.rsplit('/').next().unwrap_or_default();
+            if name.ends_with("_tests.rs") || name == "tests.rs" {
+                return None;
+            }
+            Some((rel, std::fs::read_to_string(p).ok()?))
+        })
+        .collect();
+    files.sort();
+    files
 }
 
 fn rs_files(dir: &Path, out: &mut Vec<PathBuf>) {
@@ -268,48 +129,40 @@ fn root() -> PathBuf {
 }
 
 #[test]
-fn the_cloud_layers_only_point_down() {
-    let dir = root().join("src/cloud");
-    let mut paths = Vec::new();
-    rs_files(&dir, &mut paths);
-    let files: Vec<(String, String)> = paths
+fn no_file_of_src_is_in_an_import_circle_and_the_cloud_layers_only_point_down() {
+    let files = sources();
+    let cloud = files
         .iter()
-        .filter_map(|p| {
-            let rel = p
-                .strip_prefix(&dir)
-                .ok()?
-                .to_string_lossy()
-                .replace('\\', "/");
-            let name = rel.rsplit('/').next().unwrap_or_default();
-            // Tests may reach anything; only the code that ships is layered.
-            if name.ends_with("_tests.rs") || name == "tests.rs" {
-                return None;
-            }
-            Some((rel, std::fs::read_to_string(p).ok()?))
-        })
-        .collect();
-    assert!(files.len() > 20, "src/cloud not found: {}", dir.display());
+        .filter(|(r, _)| r.starts_with("cloud/"))
+        .count();
+    assert!(files.len() > 100 && cloud > 20, "src not found");
     let problems = problems(&files);
-    assert!(problems.is_empty(), "\n{}", problems.join("\n"));
+    assert!(problems.is_empty(), "\n{}", problems.join("\n\n"));
 }
 
 #[test]
 fn the_check_sees_an_upward_import_a_circle_and_one_cloud_using_another() {
     let f = |rel: &str, text: &str| (rel.to_string(), text.to_string());
     let clean = [
-        f("mod.rs", "mod base;\nuse base::outcome::CloudError;\n"),
-        f("base/mod.rs", "pub mod outcome;\n"),
-        f("base/outcome.rs", "pub enum CloudError {}\n"),
-        f("transport.rs", "use super::base::outcome::CloudError;\n"),
-        f("clients/mod.rs", "pub mod a;\npub mod b;\n"),
-        f("clients/a.rs", "use crate::cloud::transport::Call;\n"),
-        f("clients/b.rs", "use super::super::transport::Call;\n"),
+        f(
+            "cloud/mod.rs",
+            "mod base;\nuse base::outcome::CloudError;\n",
+        ),
+        f("cloud/base/mod.rs", "pub mod outcome;\n"),
+        f("cloud/base/outcome.rs", "pub enum CloudError {}\n"),
+        f(
+            "cloud/transport.rs",
+            "use super::base::outcome::CloudError;\n",
+        ),
+        f("cloud/clients/mod.rs", "pub mod a;\npub mod b;\n"),
+        f("cloud/clients/a.rs", "use crate::cloud::transport::Call;\n"),
+        f("cloud/clients/b.rs", "use super::super::transport::Call;\n"),
     ];
     assert_eq!(problems(&clean), Vec::<String>::new());
 
     let mut up = clean.to_vec();
     up[2] = f(
-        "base/outcome.rs",
+        "cloud/base/outcome.rs",
         "// use crate::cloud::transport::x; is a comment\nfn f() { crate::cloud::transport::go() }\n",
     );
     let p = problems(&up);
@@ -321,10 +174,10 @@ fn the_check_sees_an_upward_import_a_circle_and_one_cloud_using_another() {
 
     let mut circle = clean.to_vec();
     circle[6] = f(
-        "clients/b.rs",
+        "cloud/clients/b.rs",
         "use super::{a::X, b2};\nuse super::super::transport::Call;\n",
     );
-    circle[5] = f("clients/a.rs", "use super::b::Y;\n");
+    circle[5] = f("cloud/clients/a.rs", "use super::b::Y;\n");
     let p = problems(&circle);
     assert!(p.iter().any(|m| m.contains("circle")), "{p:?}");
     assert!(p.iter().any(|m| m.contains("a cloud uses only")), "{p:?}");
@@ -332,10 +185,10 @@ fn the_check_sees_an_upward_import_a_circle_and_one_cloud_using_another() {
     // A parent using its child by its bare name, the child using the parent.
     let mut family = clean.to_vec();
     family[1] = f(
-        "base/mod.rs",
+        "cloud/base/mod.rs",
         "pub mod outcome;\npub use outcome::CloudError;\npub struct Clock;\n",
     );
-    family[2] = f("base/outcome.rs", "use super::Clock;\n");
+    family[2] = f("cloud/base/outcome.rs", "use super::Clock;\n");
     let p = problems(&family);
     assert!(
         p.iter()
@@ -344,16 +197,182 @@ fn the_check_sees_an_upward_import_a_circle_and_one_cloud_using_another() {
     );
 
     let mut stray = clean.to_vec();
-    stray.push(f("elsewhere.rs", ""));
+    stray.push(f("cloud/elsewhere.rs", ""));
     assert!(problems(&stray).iter().any(|m| m.contains("in no layer")));
 
     // Test code below `#[cfg(test)]` is not layered.
     let mut tests = clean.to_vec();
     tests[2] = f(
-        "base/outcome.rs",
+        "cloud/base/outcome.rs",
         "pub enum CloudError {}\n#[cfg(test)]\nmod tests { use crate::cloud::transport::Call; }\n",
     );
     assert_eq!(problems(&tests), Vec::<String>::new());
+}
+
+/// The imports a set of files (path under `src/`, text) makes, as `from -> to` lines.
+fn edges(files: &[(&str, &str)]) -> Vec<String> {
+    let files: Vec<(String, String)> = files
+        .iter()
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+        .collect();
+    imports::graph(&files)
+        .into_iter()
+        .flat_map(|(from, to)| to.into_keys().map(move |t| format!("{from} -> {t}")))
+        .collect()
+}
+
+#[test]
+fn paths_resolve_to_the_files_that_define_what_they_name() {
+    // `use` groups, `super::super::`, `self::`, a child by its bare name, inline paths in
+    // code, a `use`d name (renamed or not) that a path goes on through.
+    let uses = [
+        ("lib.rs", "mod a;\nmod p;\nmod q;\nmod r;\nmod x;\n"),
+        ("a/mod.rs", "pub mod b;\npub mod c;\npub mod d;\n"),
+        ("a/b.rs", "use super::{c::X, d};\n"),
+        ("a/c.rs", ""),
+        ("a/d.rs", "use super::super::x::Z;\n"),
+        (
+            "p.rs",
+            "mod kid;\nuse crate::q as other;\nuse crate::r;\n\
+             fn f() -> other::T { self::kid::go(); r::s::go(); crate::a::c::go() }\n",
+        ),
+        ("p/kid.rs", ""),
+        ("q.rs", ""),
+        ("r/mod.rs", "pub mod s;\n"),
+        ("r/s.rs", ""),
+        ("x.rs", ""),
+    ];
+    assert_eq!(
+        edges(&uses),
+        [
+            "a/b.rs -> a/c.rs",
+            "a/b.rs -> a/d.rs",
+            "a/d.rs -> x.rs",
+            "p.rs -> a/c.rs",
+            "p.rs -> p/kid.rs",
+            "p.rs -> q.rs",
+            "p.rs -> r/mod.rs",
+            "p.rs -> r/s.rs",
+        ]
+    );
+
+    // A path through a re-export imports the re-exporting file and the defining one; a
+    // `super::` inside an inline `mod creds { }` starts from that module.
+    let reexports = [
+        (
+            "lib.rs",
+            "pub mod cloud;\npub mod m;\npub mod vocab;\npub use vocab::config;\n",
+        ),
+        ("vocab/mod.rs", "pub mod config;\n"),
+        ("vocab/config.rs", "pub struct Config;\n"),
+        ("m/mod.rs", "mod inner;\npub use inner::Thing;\n"),
+        ("m/inner.rs", "pub struct Thing;\n"),
+        (
+            "cloud/mod.rs",
+            "mod auth;\npub mod creds {\n    pub use super::auth::Key;\n}\n",
+        ),
+        ("cloud/auth.rs", "pub struct Key;\n"),
+        (
+            "user.rs",
+            "use crate::m::Thing;\nfn f(_: crate::cloud::creds::Key) -> crate::config::Config {}\n",
+        ),
+    ];
+    assert_eq!(
+        edges(&reexports),
+        [
+            "cloud/mod.rs -> cloud/auth.rs",
+            "lib.rs -> vocab/config.rs",
+            "m/mod.rs -> m/inner.rs",
+            "user.rs -> cloud/auth.rs",
+            "user.rs -> cloud/mod.rs",
+            "user.rs -> lib.rs",
+            "user.rs -> m/inner.rs",
+            "user.rs -> m/mod.rs",
+            "user.rs -> vocab/config.rs",
+        ]
+    );
+
+    // Not code that ships: comments, strings, char literals and lifetimes (a `'{'` that
+    // opened a block would hide what follows), items under `#[cfg(test)]`.
+    let text = "// crate::b::x\n/* crate::b::y /* nested */ crate::b::z */\n\
+        const S: &str = \"crate::b::s \\\" crate::b::t\";\nconst R: &str = r#\"crate::b::\"r\"#;\n\
+        const C: [char; 2] = ['\\'', '{'];\nfn f<'b>(x: &'b str) {}\n\
+        #[cfg(test)]\nuse crate::b::T;\n#[cfg(test)]\nfn t(a: [u8; 2]) { let c = '}'; crate::b::t() }\n\
+        #[cfg(test)]\n#[path = \"a_tests.rs\"]\nmod tests;\n\
+        pub fn real() { crate::c::go() }\nmacro_rules! m { () => { $crate::d::D } }\n";
+    let files = [("a.rs", text), ("b.rs", ""), ("c.rs", ""), ("d.rs", "")];
+    assert_eq!(edges(&files), ["a.rs -> c.rs", "a.rs -> d.rs"]);
+
+    // A bin is a crate of its own: its `crate::` is its root, `lbguard::` is the lib.
+    let bins = [
+        ("lib.rs", "pub mod engine;\npub struct Args;\n"),
+        ("engine/mod.rs", ""),
+        ("main.rs", "fn main() { lbguard::engine::run() }\n"),
+        (
+            "bin/bench/main.rs",
+            "mod http;\nuse http::serve;\nfn main() { lbguard::engine::run() }\n",
+        ),
+        ("bin/bench/http.rs", "fn f(_: crate::Args) {}\n"),
+    ];
+    assert_eq!(
+        edges(&bins),
+        [
+            "bin/bench/http.rs -> bin/bench/main.rs",
+            "bin/bench/main.rs -> bin/bench/http.rs",
+            "bin/bench/main.rs -> engine/mod.rs",
+            "main.rs -> engine/mod.rs",
+        ]
+    );
+}
+
+#[test]
+fn the_circle_check_fires_on_a_planted_circle() {
+    let ring = [
+        ("a.rs", "use crate::b::B;\n"),
+        ("b.rs", "pub fn f() { crate::c::go() }\n"),
+        ("c.rs", "use super::a;\n"),
+        ("d.rs", "use crate::a::A;\n"),
+    ];
+    let files: Vec<(String, String)> = ring
+        .iter()
+        .map(|(r, t)| (r.to_string(), t.to_string()))
+        .collect();
+    let found = imports::circles(&imports::graph(&files));
+    assert_eq!(found.len(), 1, "{found:?}");
+    assert!(
+        found[0].starts_with("src/a.rs is in an import circle of 3 files (a.rs, b.rs, c.rs)")
+            && found[0].contains("src/a.rs -> src/b.rs (crate::b::B)")
+            && found[0].contains("src/b.rs -> src/c.rs (crate::c::go)")
+            && found[0].contains("src/c.rs -> src/a.rs (super::a)"),
+        "{}",
+        found[0]
+    );
+
+    // The same check over the crate as it is, with one arrow planted back up: the
+    // vocabulary naming the engine, and a printer's type naming the command that prints.
+    for (file, planted, circle) in [
+        (
+            "vocab/provider.rs",
+            "use crate::engine::Verdict;\n",
+            "vocab/provider.rs",
+        ),
+        (
+            "cli/checked.rs",
+            "use super::check::Output;\n",
+            "cli/check.rs",
+        ),
+    ] {
+        let mut files = sources();
+        assert!(problems(&files).is_empty());
+        let (_, text) = files.iter_mut().find(|(r, _)| r == file).unwrap();
+        text.push_str(planted);
+        let p = problems(&files);
+        assert!(
+            p.iter()
+                .any(|m| m.contains("import circle") && m.contains(circle)),
+            "{file}: {p:?}"
+        );
+    }
 }
 
 /// Source files over [`MAX_LINES`], with their lengths.

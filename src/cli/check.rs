@@ -8,34 +8,25 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 use k8s_openapi::api::core::v1::Service;
 
-use super::positions::{Doc, Seg};
-use super::print::{Paint, Summary, print_json, print_text};
+use super::checked::Checked;
+pub use super::output::Output;
+use super::print::Paint;
 pub use super::read::{Found, Loaded, feed_cluster, load, parse_service};
+use super::read::{NonObjects, Reading, load_with};
+use super::render::{Run, render, write_reports};
+use super::summary::Summary;
 use crate::cluster::ClusterState;
 use crate::config::Config;
-use crate::engine::{Input, Inventory, Operation, UserInfo, Verdict, Versions, evaluate, mutate};
+use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate, mutate};
 use crate::inventory::Snapshot;
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Output {
-    /// `file:line:col: deny [rule] message`, the compiler style editors jump to.
-    Text,
-    /// One JSON document: each object's verdict, violations, defaults (a JSON Patch) and
-    /// warnings, then a summary.
-    Json,
-    /// SARIF 2.1.0, for code scanning in pull requests.
-    Sarif,
-    /// JUnit XML, for CI systems that show test reports.
-    Junit,
-}
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
     #[command(flatten)]
-    pub settings: super::ConfigArgs,
+    pub settings: super::settings::ConfigArgs,
     /// Live objects: a Service here with the same namespace/name is checked as an UPDATE.
     #[arg(long = "old", value_name = "FILE")]
     pub old: Vec<PathBuf>,
@@ -68,6 +59,18 @@ pub struct CheckArgs {
     /// reported as exempted (SARIF: suppressed) and does not fail the run.
     #[arg(long = "exceptions", value_name = "PATH")]
     pub exceptions: Vec<PathBuf>,
+    /// Also write the findings as FORMAT (one of --output's) to FILE, from the same run;
+    /// repeatable.
+    #[arg(long = "report", value_name = "FORMAT=FILE", value_parser = super::render::report_spec)]
+    pub reports: Vec<(Output, PathBuf)>,
+    /// Leave out the files and directories this glob matches (`charts/**`,
+    /// `**/templates/**`), as named or below the directory argument; repeatable.
+    #[arg(long = "exclude", value_name = "GLOB", value_parser = super::exclude::pattern)]
+    pub exclude: Vec<glob::Pattern>,
+    /// A document that is not a Kubernetes object (a list, a scalar, a mapping without
+    /// kind) is an error, not skipped with a note.
+    #[arg(long)]
+    pub strict: bool,
     /// YAML or JSON manifests (multi-document, `kind: List`), directories, or `-` for stdin.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
@@ -80,26 +83,6 @@ fn key_of(s: &Service) -> (String, String) {
             .unwrap_or_else(|| "default".into()),
         s.metadata.name.clone().unwrap_or_default(),
     )
-}
-
-/// The result of checking one Service, shared by the text and JSON printers.
-pub struct Checked {
-    pub origin: String,
-    /// The file, the document's field positions and the object's path in it.
-    pub file: String,
-    pub doc: Arc<Doc>,
-    pub base: Vec<Seg>,
-    pub input: Input,
-    pub patch: json_patch::Patch,
-    pub applied: Vec<crate::engine::AppliedDefault>,
-    pub verdict: Verdict,
-}
-
-impl Checked {
-    /// Line and column of the field a finding names (or of its nearest parent in the file).
-    pub fn locate(&self, v: &crate::engine::Violation) -> (usize, usize) {
-        self.doc.locate(&self.base, &v.field)
-    }
 }
 
 /// What every Service of one run is checked against.
@@ -203,7 +186,15 @@ pub fn run(args: CheckArgs) -> ExitCode {
         },
     };
     let mut config = config;
-    let loaded = load(&args.files);
+    let reading = Reading {
+        non_objects: if args.strict {
+            NonObjects::Error
+        } else {
+            NonObjects::Note
+        },
+        exclude: super::exclude::Exclude::new(args.exclude.clone()),
+    };
+    let loaded = load_with(&args.files, &reading);
     let view = if args.inventory_cloud {
         let cloud = match super::inventory::cloud(&mut config, args.region.as_deref()) {
             Ok(c) => c,
@@ -249,11 +240,10 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let cluster = ClusterState::new(crate::vocab::route::Scope::of(&config));
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     errors.extend(loaded.errors);
+    let mut notes = loaded.notes;
     let granted = super::exceptions::read(&args.exceptions, &config, std::time::SystemTime::now());
     errors.extend(granted.errors);
-    for n in &granted.notes {
-        eprintln!("lbguard check: {n}");
-    }
+    notes.extend(granted.notes);
 
     let against = Against {
         config: &config,
@@ -282,17 +272,34 @@ pub fn run(args: CheckArgs) -> ExitCode {
     let (foreign, results): (Vec<Checked>, Vec<Checked>) =
         results.into_iter().partition(|c| c.verdict.foreign);
     for c in &foreign {
-        eprintln!(
-            "lbguard check: {}/{} ({}) skipped: {}",
+        notes.push(format!(
+            "{}/{} ({}) skipped: {}",
             c.input.namespace,
             c.input.name,
             c.origin,
             c.verdict.exempt.as_deref().unwrap_or_default()
-        );
+        ));
     }
+    for n in &notes {
+        eprintln!("lbguard check: {n}");
+    }
+    // Services that reuse a load balancer, checked without an inventory, and their providers.
+    let mut blind_providers = std::collections::BTreeSet::new();
+    let blind: Vec<bool> = results
+        .iter()
+        .map(|c| {
+            let Some(s) = c.input.object.as_ref().filter(|_| !inventory.configured()) else {
+                return false;
+            };
+            let uses = crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s));
+            blind_providers.extend(uses.iter().map(|(p, _, _)| *p));
+            !uses.is_empty()
+        })
+        .collect();
     let summary = Summary {
         checked: results.len(),
         skipped: loaded.skipped,
+        ignored: loaded.ignored,
         foreign: foreign.len(),
         denied: results.iter().filter(|c| !c.verdict.allowed()).count(),
         // As the audit counts: findings an exception covers are not warnings.
@@ -309,28 +316,23 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .flat_map(|c| &c.verdict.violations)
             .filter(|v| v.exception.is_some())
             .count(),
-        no_inventory: if inventory.configured() {
-            0
-        } else {
-            results
-                .iter()
-                .filter_map(|c| c.input.object.as_ref())
-                .filter(|s| {
-                    !crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s)).is_empty()
-                })
-                .count()
-        },
+        no_inventory: blind.iter().filter(|b| **b).count(),
+        no_inventory_providers: blind_providers,
     };
-    match args.output {
-        Output::Json => print_json(&results, &summary),
-        Output::Text => print_text(&results, &summary, Paint(std::io::stdout().is_terminal())),
-        Output::Sarif => outln!("{:#}", super::report::sarif(&results)),
-        Output::Junit => out!("{}", super::report::junit(&results)),
-    }
-    for e in &errors {
+    let run = Run {
+        results: &results,
+        summary: &summary,
+        errors: &errors,
+        notes: &notes,
+        blind: &blind,
+    };
+    let paint = Paint(args.output == Output::Text && std::io::stdout().is_terminal());
+    out!("{}", render(args.output, &run, paint));
+    let unwritten = write_reports(&args.reports, &run);
+    for e in errors.iter().chain(&unwritten) {
         eprintln!("lbguard check: {e}");
     }
-    if !errors.is_empty() {
+    if !errors.is_empty() || !unwritten.is_empty() {
         ExitCode::from(2)
     } else if summary.denied > 0 {
         ExitCode::from(1)

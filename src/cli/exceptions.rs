@@ -22,7 +22,7 @@ pub fn read(paths: &[PathBuf], config: &Config, now: SystemTime) -> Read {
     if paths.is_empty() {
         return out;
     }
-    let loaded = super::check::load(paths);
+    let loaded = super::read::load(paths);
     let mut valid = Vec::new();
     out.errors.extend(loaded.errors);
     for f in &loaded.services {

@@ -7,6 +7,7 @@ use clap::{Args, ValueEnum};
 
 use crate::config::Config;
 use crate::engine::Versions;
+use crate::vap::apply::ANNOTATIONS_LIMIT;
 use crate::vap::mutating::{self, Api, Mutating};
 use crate::vap::{Export, export, objects};
 
@@ -14,7 +15,7 @@ use crate::vap::{Export, export, objects};
 pub struct ExportArgs {
     /// The config, versions and providers are written into the policies.
     #[command(flatten)]
-    pub settings: super::ConfigArgs,
+    pub settings: super::settings::ConfigArgs,
     /// Only these rule ids (comma separated).
     #[arg(long, value_delimiter = ',')]
     pub rules: Vec<String>,
@@ -75,12 +76,38 @@ fn config(args: &ExportArgs) -> Result<Config, String> {
     Ok(config)
 }
 
+/// What `--list` says of the sizes it prints and of CEL cost.
+const SIZES_AND_COST: &str = "
+kubectl apply: the largest annotations of the rule's policies (the -advice one too) once client-side
+`kubectl apply` adds its copy of the object (kubectl.kubernetes.io/last-applied-configuration); the
+API server takes at most 256 KiB.
+CEL cost: the API server estimates none for ValidatingAdmissionPolicies (it compiles them untyped and
+refuses none for cost); it counts each request's actual cost and fails a policy past 1,000,000 for
+one expression or 10,000,000 for the policy (failurePolicy Fail then denies the request).
+BENCHMARKS.md gives what these policies cost the API server per request.
+";
+
 /// The `--list` table: every rule, exported or not, and why; then every default.
 pub fn list(e: &Export, m: &Mutating) -> String {
     let mut rows: Vec<(&str, String)> = e
         .exported
         .iter()
-        .map(|x| (x.rule.id, format!("exported ({})", x.action.as_str())))
+        .map(|x| {
+            let size = x.applied_size();
+            let over = if size > ANNOTATIONS_LIMIT {
+                ": too big for client-side apply, use kubectl apply --server-side"
+            } else {
+                ""
+            };
+            (
+                x.rule.id,
+                format!(
+                    "exported ({}); kubectl apply: {:.1} of 256 KiB{over}",
+                    x.action.as_str(),
+                    size as f64 / 1024.0
+                ),
+            )
+        })
         .collect();
     rows.extend(
         e.skipped
@@ -93,6 +120,7 @@ pub fn list(e: &Export, m: &Mutating) -> String {
         .iter()
         .map(|(id, what)| format!("{id:<34} {what}\n"))
         .collect();
+    out.push_str(SIZES_AND_COST);
     out.push_str("\nDefaults (the mutating webhook's):\n");
     let api = m.objects.first().and_then(|p| p["apiVersion"].as_str());
     for r in &m.rows {
@@ -157,6 +185,17 @@ pub fn run(args: ExportArgs) -> ExitCode {
         let ids: Vec<&str> = e.exported.iter().map(|x| x.rule.id).collect();
         outln!("{}", ids.join(","));
         return ExitCode::SUCCESS;
+    }
+    for x in e
+        .exported
+        .iter()
+        .filter(|x| x.applied_size() > ANNOTATIONS_LIMIT)
+    {
+        eprintln!(
+            "lbguard export-vap: warning: the policies of {} are {:.1} KiB once client-side `kubectl apply` adds its copy, over the API server's 256 KiB for annotations: apply them with `kubectl apply --server-side`",
+            x.rule.id,
+            x.applied_size() as f64 / 1024.0
+        );
     }
     match render(&e, &m, args.output) {
         Ok(s) => {

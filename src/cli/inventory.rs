@@ -111,7 +111,7 @@ fn dump(args: DumpArgs) -> ExitCode {
         eprintln!("lbguard inventory dump: {e}");
         ExitCode::from(2)
     };
-    let settings = super::ConfigArgs {
+    let settings = super::settings::ConfigArgs {
         config: args.config.clone(),
         provider: args.provider.map(ProviderChoice::Fixed),
         cluster_version: None,
@@ -126,7 +126,7 @@ fn dump(args: DumpArgs) -> ExitCode {
         Err(e) => return fail(e),
     };
     let mut ids = args.ids.clone();
-    let loaded = super::check::load(&args.files);
+    let loaded = super::read::load(&args.files);
     for found in &loaded.services {
         if let Some(id) = cloud.named_id(Some(&found.service)) {
             ids.push(id);

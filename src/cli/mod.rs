@@ -17,74 +17,45 @@ macro_rules! out {
     }};
 }
 
-/// The settings `check` and `export-vap` share: a config file and the flags that override it.
-#[derive(Debug, clap::Args)]
-pub struct ConfigArgs {
-    /// lbguard config file (YAML).
-    #[arg(long)]
-    pub config: Option<std::path::PathBuf>,
-    /// ctyun, alibaba, huawei, volcengine or auto (overrides the config).
-    #[arg(long)]
-    pub provider: Option<crate::config::ProviderChoice>,
-    /// The cluster's Kubernetes version, e.g. v1.31.4 or v1.29.15-r90 (overrides the config).
-    #[arg(long)]
-    pub cluster_version: Option<String>,
-    /// The cloud controller's version, e.g. v2.10.0 (overrides the config; `auto` needs a
-    /// cluster, so offline it means unknown).
-    #[arg(long)]
-    pub ccm_version: Option<String>,
-}
-
-impl ConfigArgs {
-    /// The file (or the defaults), then the flags, checked as a whole so a bad flag is
-    /// reported like a bad key.
-    pub fn config(&self) -> Result<crate::config::Config, String> {
-        use crate::config::Config;
-        let mut config = match &self.config {
-            Some(p) => Config::read(p)
-                .and_then(|text| Config::from_yaml(&text, &p.display().to_string()))
-                .map_err(|e| e.to_string())?,
-            None => Config::default(),
-        };
-        if let Some(p) = self.provider {
-            config.provider = p;
-        }
-        if let Some(v) = &self.cluster_version {
-            config.cluster.version = Some(v.clone());
-        }
-        if let Some(v) = &self.ccm_version {
-            config.ccm.version = Some(v.clone());
-        }
-        let problems = crate::engine::config_problems(&config);
-        if !problems.is_empty() {
-            return Err(format!(
-                "invalid settings:\n  - {}",
-                problems.join("\n  - ")
-            ));
-        }
-        Ok(config)
-    }
-}
-
 pub mod check;
+pub mod checked;
 pub mod config;
 pub mod exceptions;
+pub mod exclude;
 pub mod export_vap;
+pub mod github;
 pub mod inventory;
+pub mod output;
 pub mod positions;
 mod print;
 pub mod read;
+pub mod render;
 pub mod report;
+pub mod rule_table;
+pub mod run;
+pub mod settings;
+pub mod summary;
 
 use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
+/// Both roles, for `lbguard --help` and the image run without a command.
+const ROLES: &str = "\
+The webhook (what the Helm chart runs):
+  lbguard serve --tls-cert FILE --tls-key FILE [--config FILE]
+The linter, offline (CI, pre-commit, a laptop):
+  lbguard check [--provider P] FILE|DIR...
+The image runs in /manifests, as user 65532:
+  podman run --rm -v \"$PWD:/manifests:ro\" IMAGE check .";
+
 #[derive(Debug, Parser)]
 #[command(
     name = "lbguard",
     version,
-    about = "Admission webhook and linter for type: LoadBalancer Services"
+    about = "Admission webhook and linter for type: LoadBalancer Services",
+    after_help = ROLES,
+    arg_required_else_help = true
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -170,17 +141,18 @@ pub fn run(cli: Cli) -> ExitCode {
             if sources && markdown {
                 out!("{}", crate::rules::sources_markdown(provider));
             } else if sources {
+                // The documents by name, as in the Markdown: bare numbers mean nothing to a reader.
                 for (id, source, rows) in crate::rules::sources(provider) {
-                    outln!("{id}: {source}");
+                    outln!("{id}: {}", crate::rules::readable(source));
                     for (key, from) in rows {
                         outln!("  {key}");
                         for f in from {
-                            outln!("    {f}");
+                            outln!("    {}", crate::rules::readable(&f));
                         }
                     }
                 }
             } else if markdown {
-                out!("{}", crate::rules::markdown_table_for(provider));
+                out!("{}", rule_table::markdown_table_for(provider));
             } else {
                 let row = |id: &str, default: &str, class: &str, providers: &str, title: &str| {
                     outln!("{id:<34} {default:<7} {class:<10} {providers:<32} {title}");

@@ -1,10 +1,12 @@
 //! `check`'s findings as text for people and as one JSON document; SARIF and JUnit are in
-//! `report`.
+//! `report`, GitHub's workflow commands and Markdown in `github`.
+
+use std::fmt::Write as _;
 
 use serde::Serialize;
 use serde_json::Value;
 
-use super::check::Checked;
+use super::run::Run;
 use crate::rules::Action;
 
 #[derive(Debug, Serialize)]
@@ -31,22 +33,6 @@ struct ResultJson<'a> {
     file: &'a str,
 }
 
-#[derive(Debug, Default, Serialize)]
-pub(super) struct Summary {
-    pub(super) checked: usize,
-    pub(super) skipped: usize,
-    /// Services another load balancer implementation serves: not lbguard's.
-    pub(super) foreign: usize,
-    pub(super) denied: usize,
-    pub(super) warned: usize,
-    /// Findings an `--exceptions` object let through.
-    pub(super) exempted: usize,
-    /// Services that reuse a load balancer, checked without an inventory: the inventory
-    /// rules could not run for them.
-    #[serde(skip)]
-    pub(super) no_inventory: usize,
-}
-
 pub(super) struct Paint(pub(super) bool);
 
 impl Paint {
@@ -59,8 +45,9 @@ impl Paint {
     }
 }
 
-pub(super) fn print_json(results: &[Checked], summary: &Summary) {
-    let items: Vec<ResultJson> = results
+pub(super) fn json(run: &Run) -> String {
+    let items: Vec<ResultJson> = run
+        .results
         .iter()
         .map(|c| ResultJson {
             namespace: c.input.namespace.clone(),
@@ -95,18 +82,31 @@ pub(super) fn print_json(results: &[Checked], summary: &Summary) {
             file: &c.origin,
         })
         .collect();
-    let doc = serde_json::json!({ "results": items, "summary": summary });
-    outln!("{doc:#}");
+    let notes: Vec<String> = run
+        .notes
+        .iter()
+        .cloned()
+        .chain(run.summary.no_inventory_note())
+        .collect();
+    let doc = serde_json::json!({
+        "results": items,
+        "summary": run.summary,
+        "errors": run.errors,
+        "notes": notes,
+    });
+    format!("{doc:#}\n")
 }
 
-pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
-    for c in results {
+pub(super) fn text(run: &Run, paint: Paint) -> String {
+    let mut out = String::new();
+    for c in run.results {
         let head = if c.verdict.allowed() {
             paint.wrap("32", "ALLOWED")
         } else {
             paint.wrap("31;1", "DENIED ")
         };
-        outln!(
+        let _ = writeln!(
+            out,
             "{head} {}/{} ({}) {}",
             c.input.namespace,
             c.input.name,
@@ -114,7 +114,8 @@ pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
             c.origin
         );
         for d in &c.applied {
-            outln!(
+            let _ = writeln!(
+                out,
                 "  {} {} = \"{}\" ({})",
                 paint.wrap("36", "default"),
                 d.field,
@@ -123,7 +124,7 @@ pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
             );
         }
         for n in &c.verdict.notes {
-            outln!("  {} {n}", paint.wrap("33", "note   "));
+            let _ = writeln!(out, "  {} {n}", paint.wrap("33", "note   "));
         }
         for v in &c.verdict.violations {
             let tag = match v.action {
@@ -132,36 +133,19 @@ pub(super) fn print_text(results: &[Checked], summary: &Summary, paint: Paint) {
                 _ => paint.wrap("33", "warn"),
             };
             let (line, col) = c.locate(v);
-            outln!("{}:{line}:{col}: {tag} {}", c.file, v.warning());
+            let _ = writeln!(out, "{}:{line}:{col}: {tag} {}", c.file, v.warning());
         }
     }
-    outln!(
-        "{} Service(s) checked: {} denied, {} allowed with warnings; {} other object(s) skipped{}",
-        summary.checked,
-        summary.denied,
-        summary.warned,
-        summary.skipped,
-        match summary.foreign {
-            0 => String::new(),
-            n => format!("; {n} Service(s) of another load balancer implementation skipped"),
-        }
-    );
-    if summary.exempted > 0 {
-        outln!(
+    let _ = writeln!(out, "{}", run.summary.sentence());
+    if run.summary.exempted > 0 {
+        let _ = writeln!(
+            out,
             "{} finding(s) let through by LBGuardExceptions",
-            summary.exempted
+            run.summary.exempted
         );
     }
-    if summary.no_inventory > 0 {
-        let rules: Vec<&str> = crate::rules::registry()
-            .iter()
-            .filter(|r| matches!(r.class, crate::rules::Class::Inventory))
-            .map(|r| r.id)
-            .collect();
-        outln!(
-            "{} Service(s) reuse a load balancer, but no inventory was given (--inventory FILE or --inventory-cloud): {} did not run",
-            summary.no_inventory,
-            rules.join(", ")
-        );
+    if let Some(note) = run.summary.no_inventory_note() {
+        let _ = writeln!(out, "{note}");
     }
+    out
 }

@@ -1,5 +1,7 @@
 //! Reading `check`'s input: manifests from files, directories and stdin, every document of
-//! each (a `List`'s items too), with where each Service came from.
+//! each (a `List`'s items too), with where each Service came from. A repository holds more
+//! YAML than manifests: what is not a Kubernetes object is skipped with a note, or is an
+//! error when asked (`--strict`); `--exclude` leaves paths out.
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -9,8 +11,30 @@ use k8s_openapi::api::core::v1::{Node, Service};
 use k8s_openapi::api::networking::v1::Ingress;
 use serde_json::Value;
 
+use super::exclude::Exclude;
 use super::positions::{self, Doc, Seg};
 use crate::cluster::ClusterState;
+
+/// What becomes of a document that is not a Kubernetes object (a list, a scalar, a mapping
+/// without `kind`).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum NonObjects {
+    /// The other inputs (`--old`, `--cluster-state`, `--exceptions`): a document that is not
+    /// a mapping is an error; a mapping without `kind` is skipped and counted.
+    #[default]
+    Mixed,
+    /// `check`'s manifests: skipped, each with a note.
+    Note,
+    /// `check --strict`: an error.
+    Error,
+}
+
+/// How to read a set of paths.
+#[derive(Debug, Default)]
+pub struct Reading {
+    pub non_objects: NonObjects,
+    pub exclude: Exclude,
+}
 
 /// One Service found in the input, with where it came from.
 #[derive(Debug)]
@@ -32,6 +56,10 @@ pub struct Loaded {
     /// Objects of other kinds, with where they came from.
     pub others: Vec<(String, Value)>,
     pub skipped: usize,
+    /// Documents that are not Kubernetes objects, skipped (`NonObjects::Note`).
+    pub ignored: usize,
+    /// What was skipped and why (`NonObjects::Note`).
+    pub notes: Vec<String>,
     pub errors: Vec<String>,
 }
 
@@ -46,10 +74,14 @@ fn read_source(path: &Path) -> Result<String, String> {
     std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))
 }
 
-/// Files named directly, and the .yaml/.yml/.json files under directories, sorted.
-fn expand(paths: &[PathBuf], errors: &mut Vec<String>) -> Vec<PathBuf> {
+/// Files named directly, and the .yaml/.yml/.json files under directories, sorted; what
+/// `exclude` matches is left out (a directory is not entered).
+fn expand(paths: &[PathBuf], exclude: &Exclude, errors: &mut Vec<String>) -> Vec<PathBuf> {
     let mut out = Vec::new();
     for p in paths {
+        if exclude.excludes(p, p) {
+            continue;
+        }
         if p.is_dir() {
             let mut stack = vec![p.clone()];
             let mut found = Vec::new();
@@ -58,6 +90,9 @@ fn expand(paths: &[PathBuf], errors: &mut Vec<String>) -> Vec<PathBuf> {
                     Ok(entries) => {
                         for e in entries.flatten() {
                             let path = e.path();
+                            if exclude.excludes(&path, p) {
+                                continue;
+                            }
                             if path.is_dir() {
                                 stack.push(path);
                             } else if path
@@ -103,7 +138,43 @@ struct Place<'a> {
     base: Vec<Seg>,
 }
 
-fn collect(value: Value, origin: &str, place: Place, loaded: &mut Loaded, depth: usize) {
+/// What a document that is not a Kubernetes object is, for the note or the error.
+fn shape(value: &Value) -> &'static str {
+    match value {
+        Value::Array(_) => "a list",
+        Value::Object(_) => "a mapping without kind",
+        Value::String(_) => "a string",
+        Value::Number(_) => "a number",
+        Value::Bool(_) => "a boolean",
+        Value::Null => "empty",
+    }
+}
+
+/// A document (or a `List` item) that is not a Kubernetes object, by `mode`.
+fn non_object(value: &Value, origin: &str, mode: NonObjects, loaded: &mut Loaded) {
+    let what = shape(value);
+    match mode {
+        NonObjects::Mixed if value.is_object() => loaded.skipped += 1,
+        NonObjects::Mixed | NonObjects::Error => loaded.errors.push(format!(
+            "{origin}: not a Kubernetes object ({what}; expected a mapping with apiVersion and kind)"
+        )),
+        NonObjects::Note => {
+            loaded.ignored += 1;
+            loaded
+                .notes
+                .push(format!("{origin} skipped: not a Kubernetes object ({what})"));
+        }
+    }
+}
+
+fn collect(
+    value: Value,
+    origin: &str,
+    place: Place,
+    loaded: &mut Loaded,
+    depth: usize,
+    mode: NonObjects,
+) {
     let kind = value.get("kind").and_then(Value::as_str).map(str::to_owned);
     match kind.as_deref() {
         Some("List") | Some("ServiceList") if depth == 0 => match value.get("items").cloned() {
@@ -122,6 +193,7 @@ fn collect(value: Value, origin: &str, place: Place, loaded: &mut Loaded, depth:
                         inner,
                         loaded,
                         depth + 1,
+                        mode,
                     );
                 }
             }
@@ -144,14 +216,30 @@ fn collect(value: Value, origin: &str, place: Place, loaded: &mut Loaded, depth:
             loaded.others.push((origin.to_string(), value));
             loaded.skipped += 1;
         }
-        None => loaded.skipped += 1,
+        None => non_object(&value, origin, mode, loaded),
     }
 }
 
 /// Reads every document of every file; errors name the file and the document.
 pub fn load(paths: &[PathBuf]) -> Loaded {
+    load_with(paths, &Reading::default())
+}
+
+/// A parse error, with a hint when the file is a template rather than YAML.
+fn parse_error(origin: &str, e: &str, text: &str) -> String {
+    let mut out = format!("{origin}: not valid YAML: {e}");
+    if text.contains("{{") {
+        out.push_str(
+            " (it looks like a template: lbguard reads rendered manifests, `helm template ... | lbguard check -`; leave templates out with --exclude)",
+        );
+    }
+    out
+}
+
+/// `load`, reading as `how` says.
+pub fn load_with(paths: &[PathBuf], how: &Reading) -> Loaded {
     let mut loaded = Loaded::default();
-    let files = expand(paths, &mut loaded.errors);
+    let files = expand(paths, &how.exclude, &mut loaded.errors);
     for path in files {
         let name = if path == Path::new("-") {
             "<stdin>".to_string()
@@ -176,11 +264,11 @@ pub fn load(paths: &[PathBuf]) -> Loaded {
                 base: Vec::new(),
             };
             match doc {
-                Ok(v @ Value::Object(_)) => collect(v, &origin, place, &mut loaded, 0),
-                Ok(_) => loaded.errors.push(format!(
-                    "{origin}: not a Kubernetes object (expected a mapping)"
-                )),
-                Err(e) => loaded.errors.push(format!("{origin}: not valid YAML: {e}")),
+                Ok(v @ Value::Object(_)) => {
+                    collect(v, &origin, place, &mut loaded, 0, how.non_objects)
+                }
+                Ok(v) => non_object(&v, &origin, how.non_objects, &mut loaded),
+                Err(e) => loaded.errors.push(parse_error(&origin, &e, &text)),
             }
         }
     }

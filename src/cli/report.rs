@@ -1,11 +1,13 @@
 //! `check`'s reports for CI systems: SARIF 2.1.0 (code scanning shows each finding on the
-//! line to change) and JUnit XML (one test case per Service).
+//! line to change) and JUnit XML (one test case per Service). What is not a finding (a file
+//! that could not be read, a skipped document, rules that did not run) is in both too.
 
 use std::collections::BTreeMap;
 
 use serde_json::{Value, json};
 
-use super::check::Checked;
+use super::checked::Checked;
+use super::run::{Level, Run};
 use crate::rules::{Action, registry};
 
 /// The SARIF schema's URI, as its `$id` names it.
@@ -36,9 +38,33 @@ fn uri(path: &str) -> String {
     out
 }
 
+/// The run's errors and notes as SARIF tool execution notifications: code scanning shows
+/// them as the tool's status, and a failed run is not read as a clean one.
+fn invocation(run: &Run) -> Value {
+    let notifications: Vec<Value> = run
+        .notices()
+        .into_iter()
+        .map(|n| {
+            json!({
+                "level": match n.level {
+                    Level::Error => "error",
+                    Level::Warning => "warning",
+                    Level::Note => "note",
+                },
+                "message": {"text": n.text},
+            })
+        })
+        .collect();
+    json!({
+        "executionSuccessful": run.errors.is_empty(),
+        "toolExecutionNotifications": notifications,
+    })
+}
+
 /// One run of lbguard: every rule (title, help, default level), then one result per finding
 /// with the file, line and column of the field it names.
-pub fn sarif(results: &[Checked]) -> Value {
+pub(super) fn sarif(run: &Run) -> Value {
+    let results = run.results;
     let rules: Vec<Value> = registry()
         .iter()
         .map(|r| {
@@ -103,6 +129,7 @@ pub fn sarif(results: &[Checked]) -> Value {
                 "rules": rules,
             }},
             "columnKind": "unicodeCodePoints",
+            "invocations": [invocation(run)],
             "results": out,
         }],
     })
@@ -126,25 +153,31 @@ fn xml(s: &str) -> String {
 }
 
 /// One test suite per file, one test case per Service: denials fail it, warnings go to its
-/// output.
-pub fn junit(results: &[Checked]) -> String {
-    let mut by_file: BTreeMap<&str, Vec<&Checked>> = BTreeMap::new();
-    for c in results {
-        by_file.entry(c.file.as_str()).or_default().push(c);
+/// output (with the inventory rules that did not run for it). What could not be read is a
+/// test case in error in a last suite, `lbguard check`, whose output holds the notes.
+pub(super) fn junit(run: &Run) -> String {
+    let results = run.results;
+    let mut by_file: BTreeMap<&str, Vec<(usize, &Checked)>> = BTreeMap::new();
+    for (i, c) in results.iter().enumerate() {
+        by_file.entry(c.file.as_str()).or_default().push((i, c));
     }
     let failures = results.iter().filter(|c| !c.verdict.allowed()).count();
     let mut out = format!(
-        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lbguard check\" tests=\"{}\" failures=\"{failures}\">\n",
-        results.len()
+        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"lbguard check\" tests=\"{}\" failures=\"{failures}\" errors=\"{}\">\n",
+        results.len() + run.errors.len(),
+        run.errors.len()
     );
+    let blind_note = run.summary.no_inventory_note().map(|_| {
+        "the inventory rules did not run: it reuses a load balancer and no inventory was given (--inventory FILE or --inventory-cloud)".to_string()
+    });
     for (file, cases) in by_file {
-        let failed = cases.iter().filter(|c| !c.verdict.allowed()).count();
+        let failed = cases.iter().filter(|(_, c)| !c.verdict.allowed()).count();
         out.push_str(&format!(
             "  <testsuite name=\"{}\" tests=\"{}\" failures=\"{failed}\">\n",
             xml(file),
             cases.len()
         ));
-        for c in cases {
+        for (i, c) in cases {
             let name = format!(
                 "{}/{} ({})",
                 c.input.namespace,
@@ -178,6 +211,9 @@ pub fn junit(results: &[Checked]) -> String {
             }
             let mut warnings = lines(false);
             warnings.extend(c.verdict.notes.iter().cloned());
+            if run.blind.get(i).copied().unwrap_or(false) {
+                warnings.extend(blind_note.clone());
+            }
             if !warnings.is_empty() {
                 out.push_str(&format!(
                     "      <system-out>{}</system-out>\n",
@@ -185,6 +221,34 @@ pub fn junit(results: &[Checked]) -> String {
                 ));
             }
             out.push_str("    </testcase>\n");
+        }
+        out.push_str("  </testsuite>\n");
+    }
+    let notes: Vec<String> = run
+        .notices()
+        .into_iter()
+        .filter(|n| n.level != Level::Error)
+        .map(|n| n.text)
+        .collect();
+    if !run.errors.is_empty() || !notes.is_empty() {
+        out.push_str(&format!(
+            "  <testsuite name=\"lbguard check\" tests=\"{0}\" failures=\"0\" errors=\"{0}\">\n",
+            run.errors.len()
+        ));
+        for e in run.errors {
+            // The file and document the message starts with names the case.
+            let name = e.split_once(": ").map_or(e.as_str(), |(at, _)| at);
+            out.push_str(&format!(
+                "    <testcase classname=\"lbguard check\" name=\"{}\">\n      <error type=\"input\" message=\"{}\"/>\n    </testcase>\n",
+                xml(name),
+                xml(e)
+            ));
+        }
+        if !notes.is_empty() {
+            out.push_str(&format!(
+                "    <system-out>{}</system-out>\n",
+                xml(&notes.join("\n"))
+            ));
         }
         out.push_str("  </testsuite>\n");
     }

@@ -55,6 +55,15 @@ pub struct Expiring {
     pub reason: String,
 }
 
+/// An exception the config does not honour, as `/report` lists it: it covers nothing.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Ignored {
+    pub namespace: String,
+    pub name: String,
+    /// Why, each naming its field.
+    pub reasons: Vec<String>,
+}
+
 /// The result of one audit round (`GET /report`).
 #[derive(Debug, Clone, Default, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -65,6 +74,8 @@ pub struct Report {
     pub summary: Summary,
     /// Active exceptions that expire within 7 days, soonest first.
     pub expiring_exceptions: Vec<Expiring>,
+    /// Exceptions stored but not honoured by the config (they cover nothing), by name.
+    pub ignored_exceptions: Vec<Ignored>,
     /// The Services without findings (for policy reports' passes; not in `/report`).
     #[serde(skip)]
     pub clean: Vec<ServiceReport>,
@@ -132,6 +143,19 @@ pub fn audit(
             reason: e.spec.reason.clone(),
         })
         .collect(),
+        ignored_exceptions: granted
+            .exceptions
+            .all()
+            .iter()
+            .filter_map(|e| match exceptions::state(e, config, granted.now) {
+                exceptions::State::Ignored(reasons) => Some(Ignored {
+                    namespace: e.namespace.clone(),
+                    name: e.name.clone(),
+                    reasons,
+                }),
+                _ => None,
+            })
+            .collect(),
         ..Default::default()
     };
     let mut offending = Vec::new();

@@ -13,14 +13,16 @@ use crate::testkit::{cfg, cluster_with, lb};
 
 /// An API server with report CRDs: discovery, server-side apply, list by label, delete.
 #[derive(Default)]
-struct Fake {
-    groups: Vec<(&'static str, &'static str)>,
+pub(super) struct Fake {
+    pub(super) groups: Vec<(&'static str, &'static str)>,
     /// (path without query) -> object
-    objects: BTreeMap<String, Value>,
-    requests: Vec<String>,
+    pub(super) objects: BTreeMap<String, Value>,
+    pub(super) requests: Vec<String>,
+    /// Namespaces whose writes are refused with this status (code, Status object).
+    pub(super) refuse: BTreeMap<String, (StatusCode, Value)>,
 }
 
-fn fake(groups: &[(&'static str, &'static str)]) -> (Client, Arc<Mutex<Fake>>) {
+pub(super) fn fake(groups: &[(&'static str, &'static str)]) -> (Client, Arc<Mutex<Fake>>) {
     let state = Arc::new(Mutex::new(Fake {
         groups: groups.to_vec(),
         ..Default::default()
@@ -48,6 +50,13 @@ fn fake(groups: &[(&'static str, &'static str)]) -> (Client, Arc<Mutex<Fake>>) {
                     StatusCode::OK,
                     json!({"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}),
                 )
+            } else if let Some((code, status)) = f
+                .refuse
+                .iter()
+                .find(|(ns, _)| path.contains(&format!("/namespaces/{ns}/")))
+                .map(|(_, r)| r.clone())
+            {
+                (code, status)
             } else if method == Method::PATCH {
                 assert!(
                     query.contains("fieldManager=lbguard") && query.contains("force=true"),
@@ -128,7 +137,7 @@ fn assert_schema_valid(api: ReportApi, objects: &BTreeMap<String, Value>) {
 }
 
 /// Two namespaces: `shop` with a denied pair and a clean Service, `web` with a bad value.
-fn services() -> Vec<k8s_openapi::api::core::v1::Service> {
+pub(super) fn services() -> Vec<k8s_openapi::api::core::v1::Service> {
     vec![
         lb().named("shop", "a")
             .uid("u-a")
@@ -149,7 +158,7 @@ fn services() -> Vec<k8s_openapi::api::core::v1::Service> {
     ]
 }
 
-fn report_of(svcs: &[k8s_openapi::api::core::v1::Service]) -> Report {
+pub(super) fn report_of(svcs: &[k8s_openapi::api::core::v1::Service]) -> Report {
     report_granted(svcs, &crate::cluster::audit::Granted::none())
 }
 
@@ -221,7 +230,7 @@ fn an_exempted_finding_is_a_skip_naming_the_exception_and_its_reason() {
 }
 
 const WG: (&str, &str) = ("wgpolicyk8s.io", "v1alpha2");
-const OPEN: (&str, &str) = ("openreports.io", "v1alpha1");
+pub(super) const OPEN: (&str, &str) = ("openreports.io", "v1alpha1");
 
 #[test]
 fn discovery_prefers_openreports_then_wgpolicyk8s() {
@@ -302,20 +311,26 @@ fn reports_hold_fails_warns_and_passes_per_namespace() {
 }
 
 const SHOP: &str = "/apis/openreports.io/v1alpha1/namespaces/shop/reports/lbguard";
-const WEB: &str = "/apis/openreports.io/v1alpha1/namespaces/web/reports/lbguard";
+pub(super) const WEB: &str = "/apis/openreports.io/v1alpha1/namespaces/web/reports/lbguard";
 
 #[tokio::test]
 async fn reports_are_created_updated_and_pruned() {
     let (client, state) = fake(&[OPEN]);
     let mut svcs = services();
-    let p = round(&client, ReportsApi::Auto, &report_of(&svcs))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&svcs),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 2,
-            deleted: 0
+            deleted: 0,
+            failed: vec![],
         }
     );
     {
@@ -330,14 +345,20 @@ async fn reports_are_created_updated_and_pruned() {
         .uid("u-b")
         .pa(Ctyun, "id", "lb-3")
         .build();
-    let p = round(&client, ReportsApi::Auto, &report_of(&svcs))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&svcs),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 2,
-            deleted: 0
+            deleted: 0,
+            failed: vec![],
         }
     );
     {
@@ -349,14 +370,20 @@ async fn reports_are_created_updated_and_pruned() {
     }
     // web's only LoadBalancer Service is gone: so is its report.
     svcs.pop();
-    let p = round(&client, ReportsApi::Auto, &report_of(&svcs))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&svcs),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 1,
-            deleted: 1
+            deleted: 1,
+            failed: vec![],
         }
     );
     assert_eq!(
@@ -369,12 +396,24 @@ async fn reports_are_created_updated_and_pruned() {
 async fn nothing_is_written_without_a_report_api_or_when_off() {
     let (client, state) = fake(&[("apps", "v1")]);
     assert_eq!(
-        round(&client, ReportsApi::Auto, &report_of(&services())).await,
+        round(
+            &client,
+            ReportsApi::Auto,
+            &report_of(&services()),
+            &mut BTreeMap::new()
+        )
+        .await,
         None
     );
     let (client2, state2) = fake(&[OPEN, WG]);
     assert_eq!(
-        round(&client2, ReportsApi::Off, &report_of(&services())).await,
+        round(
+            &client2,
+            ReportsApi::Off,
+            &report_of(&services()),
+            &mut BTreeMap::new()
+        )
+        .await,
         None
     );
     assert_eq!(state.lock().unwrap().requests, ["GET /apis"]);
@@ -385,9 +424,14 @@ async fn nothing_is_written_without_a_report_api_or_when_off() {
 #[tokio::test]
 async fn a_later_openreports_install_takes_over_and_old_reports_are_removed() {
     let (client, state) = fake(&[WG]);
-    round(&client, ReportsApi::Auto, &report_of(&services()))
-        .await
-        .unwrap();
+    round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&services()),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert!(
         state
             .lock()
@@ -397,14 +441,20 @@ async fn a_later_openreports_install_takes_over_and_old_reports_are_removed() {
             .all(|k| k.contains("/wgpolicyk8s.io/"))
     );
     state.lock().unwrap().groups.push(OPEN);
-    let p = round(&client, ReportsApi::Auto, &report_of(&services()))
-        .await
-        .unwrap();
+    let p = round(
+        &client,
+        ReportsApi::Auto,
+        &report_of(&services()),
+        &mut BTreeMap::new(),
+    )
+    .await
+    .unwrap();
     assert_eq!(
         p,
         Published {
             applied: 2,
-            deleted: 2
+            deleted: 2,
+            failed: vec![],
         }
     );
     assert!(

@@ -4,80 +4,61 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use serde::Serialize;
-
-use super::{Input, Verdict};
+pub use super::verdict::Applied;
+use super::verdict::Verdict;
 use crate::rules::registry;
 use crate::vocab::config::Config;
+use crate::vocab::exceptions::WILDCARD;
 pub use crate::vocab::exceptions::{Exception, ExceptionSet, format_time, parse_time};
-use crate::vocab::exceptions::{KIND, WILDCARD};
+use crate::vocab::input::Input;
 
 /// The rule whose findings involve two Services: an exception covers such a finding only
-/// when the other Service is named by an exception for it too.
+/// pairwise, when each Service's exception names the other.
 const SHARED_PORT_RULE: &str = "listener-port-unique";
 
 /// How far ahead the audit looks for exceptions about to expire.
 pub const EXPIRING_WITHIN: Duration = Duration::from_secs(7 * 24 * 3600);
 
-/// The exception that covers a finding, as reports and messages show it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Applied {
-    pub namespace: String,
-    pub name: String,
-    pub reason: String,
-    pub expires: String,
-}
-
-impl Applied {
-    /// How `e` shows where it lets a finding through.
-    pub fn of(e: &Exception) -> Self {
-        Self {
-            namespace: e.namespace.clone(),
-            name: e.name.clone(),
-            reason: e.spec.reason.trim().to_string(),
-            expires: e
-                .expires()
-                .map_or_else(|| e.spec.expires.clone(), format_time),
-        }
-    }
-
-    pub fn key(&self) -> String {
-        format!("{}/{}", self.namespace, self.name)
-    }
-
-    /// `allowed by LBGuardException shop/x until 2026-12-09T00:00:00Z, reason: the reason`.
-    pub fn describe(&self) -> String {
-        format!(
-            "allowed by {KIND} {} until {}, reason: {}",
-            self.key(),
-            self.expires,
-            self.reason
-        )
-    }
-}
-
-/// Everything that keeps an exception from being admitted at `now`, each naming its field.
+/// Everything that keeps an exception from being admitted at `now`, each naming its field:
+/// its defects, and an expiry that is not in the future.
 pub fn problems(e: &Exception, config: &Config, now: SystemTime) -> Vec<String> {
+    let mut out = defects(e, config, now);
+    if let Some(t) = e.expires()
+        && t <= now
+    {
+        out.push(format!(
+            "spec.expires: {} is not in the future",
+            e.spec.expires
+        ));
+    }
+    out
+}
+
+/// Everything in `e` the config does not honour, each naming its field. An exception with
+/// any covers nothing (its state is `ignored`); the webhook refuses to admit one. The cap
+/// counts from its creation (`now` for a file). Nothing is allocated for an exception
+/// without defects: every request with a finding asks.
+pub fn defects(e: &Exception, config: &Config, now: SystemTime) -> Vec<String> {
     let cfg = &config.exceptions;
     let mut out = Vec::new();
     if e.spec.reason.trim().is_empty() {
         out.push("spec.reason: required: say why the rule does not fit these Services".into());
     }
-    match parse_time(&e.spec.expires) {
+    match e.expires() {
         _ if e.spec.expires.is_empty() => out.push(format!(
             "spec.expires: required: an RFC 3339 time at most {} days ahead (exceptions.maxDays)",
             cfg.max_days
         )),
-        Err(err) => out.push(format!("spec.expires: {err}")),
-        Ok(t) if t <= now => out.push(format!(
-            "spec.expires: {} is not in the future",
-            e.spec.expires
-        )),
-        Ok(t) if t > e.created.unwrap_or(now) + cfg.max_age() => out.push(format!(
+        None => {
+            if let Err(err) = parse_time(&e.spec.expires) {
+                out.push(format!("spec.expires: {err}"));
+            }
+        }
+        Some(t) if t > e.created.unwrap_or(now) + cfg.max_age() => out.push(format!(
             "spec.expires: {} is more than {} days after the exception's creation (exceptions.maxDays: {}); set an earlier time, and create a new exception if it is still needed then",
             e.spec.expires, cfg.max_days, cfg.max_days
         )),
-        Ok(_) => {}
+        Some(_) => {}
     }
     if e.spec.rules.is_empty() {
         out.push("spec.rules: required: the rule ids to let through (run `lbguard rules`)".into());
@@ -109,13 +90,40 @@ pub fn problems(e: &Exception, config: &Config, now: SystemTime) -> Vec<String> 
         }
     }
     if let Some(sel) = &services.selector {
-        match kube::core::Selector::try_from(sel.clone()) {
-            Err(err) => out.push(format!("spec.services.selector: {err}")),
-            Ok(_) if !positive(sel) && !cfg.allow_wildcard => out.push(
+        let wrong = crate::vocab::labels::selector_problems(sel, "spec.services.selector");
+        if !wrong.is_empty() {
+            out.extend(wrong);
+        } else if !positive(sel) && !cfg.allow_wildcard {
+            out.push(
                 "spec.services.selector: it can match every Service in the namespace (no matchLabels, In or Exists; exceptions.allowWildcard is false); select by a label the Services carry".into(),
-            ),
-            Ok(_) => {}
+            );
         }
+    }
+    for (i, peer) in e.spec.shares_with.iter().enumerate() {
+        let ok = peer.split_once('/').is_some_and(|(ns, n)| {
+            [ns, n].iter().all(|p| {
+                !p.is_empty()
+                    && p.len() <= 63
+                    && p.bytes()
+                        .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            })
+        });
+        if !ok {
+            out.push(format!(
+                "spec.sharesWith[{i}]: \"{peer}\" is not namespace/name of a Service (e.g. shop/web)"
+            ));
+        }
+    }
+    if !e.spec.shares_with.is_empty()
+        && !e
+            .spec
+            .rules
+            .iter()
+            .any(|r| r == SHARED_PORT_RULE || r == WILDCARD)
+    {
+        out.push(format!(
+            "spec.sharesWith: only {SHARED_PORT_RULE} reads it; add that rule to spec.rules or remove the list"
+        ));
     }
     out
 }
@@ -132,16 +140,35 @@ fn positive(sel: &k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector)
             .any(|e| e.operator == "In" || e.operator == "Exists")
 }
 
-/// Whether `e` covers anything at `now`: not expired, and its expiry within the config's cap
-/// of its creation (an object created while lbguard did not check it gets no more).
+/// Where an exception stands at `now`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum State {
+    /// It covers its Services' findings of its rules.
+    Active,
+    /// Its time is over.
+    Expired,
+    /// It is stored but the config does not honour it (a non-exemptable rule, a wildcard, a
+    /// selector that could match anything or that Kubernetes would refuse, an expiry past
+    /// `exceptions.maxDays`, e.g. after the cap was lowered): it covers nothing, for these
+    /// reasons.
+    Ignored(Vec<String>),
+}
+
+pub fn state(e: &Exception, config: &Config, now: SystemTime) -> State {
+    if e.expires().is_some_and(|t| t <= now) {
+        return State::Expired;
+    }
+    match defects(e, config, now) {
+        d if d.is_empty() => State::Active,
+        d => State::Ignored(d),
+    }
+}
+
+/// Whether `e` covers anything at `now`: not expired, and nothing in it the config does not
+/// honour (an object created while lbguard did not check it, or one the config no longer
+/// allows, covers nothing).
 pub fn active(e: &Exception, config: &Config, now: SystemTime) -> bool {
-    let Some(expires) = e.expires() else {
-        return false;
-    };
-    let created = e.created.unwrap_or(now);
-    now < expires
-        && expires <= created + config.exceptions.max_age()
-        && !e.spec.reason.trim().is_empty()
+    e.expires().is_some_and(|t| now < t) && defects(e, config, now).is_empty()
 }
 
 fn covers_rule(e: &Exception, rule: &str, config: &Config) -> bool {
@@ -151,10 +178,6 @@ fn covers_rule(e: &Exception, rule: &str, config: &Config) -> bool {
             .rules
             .iter()
             .any(|r| r == rule || (r == WILDCARD && cfg.allow_wildcard))
-}
-
-fn names(e: &Exception, namespace: &str, name: &str) -> bool {
-    e.namespace == namespace && e.spec.services.names.iter().any(|n| n == name)
 }
 
 fn covers_service(
@@ -173,7 +196,12 @@ fn covers_service(
         .selector
         .as_ref()
         .filter(|s| positive(s) || config.exceptions.allow_wildcard);
-    names(e, namespace, name) || (selector.is_some() && e.selects(labels))
+    names_service(e, namespace, name) || (selector.is_some() && e.selects(labels))
+}
+
+/// `services.names` lists `namespace/name` (`sharesWith` names a peer, it covers nothing).
+fn names_service(e: &Exception, namespace: &str, name: &str) -> bool {
+    e.namespace == namespace && e.spec.services.names.iter().any(|n| n == name)
 }
 
 /// The Service a finding is about.
@@ -203,9 +231,10 @@ impl<'a> Subject<'a> {
 }
 
 /// Marks every finding of `verdict` that an active exception covers. A finding that names
-/// another Service (a shared listener port) is covered only when an active exception in
-/// that Service's namespace names it for the same rule. Only the Services' own namespaces'
-/// exceptions are read.
+/// another Service (a shared listener port) is covered only pairwise: an exception covering
+/// this Service names that one (`services.names`, or `sharesWith` with its namespace), and an
+/// exception of that Service's namespace names it and names this one. Only the Services' own
+/// namespaces' exceptions are read.
 pub fn apply(
     verdict: &mut Verdict,
     subject: &Subject,
@@ -229,40 +258,50 @@ pub fn apply(
         .iter_mut()
         .filter(|v| v.exception.is_none())
     {
-        let Some(e) = live.iter().find(|e| {
-            covers_rule(e, v.rule, config)
-                && covers_service(e, config, subject.namespace, subject.name, subject.labels)
-        }) else {
-            continue;
+        let found = match &v.peer {
+            None => live.iter().copied().find(|e| {
+                covers_rule(e, v.rule, config)
+                    && covers_service(e, config, subject.namespace, subject.name, subject.labels)
+            }),
+            Some(peer) => shared(subject, peer, v.rule, &live, exceptions, config, now),
         };
-        if let Some(peer) = &v.peer
-            && !peer_covered(exceptions, peer, v.rule, config, now)
-        {
-            continue;
+        if let Some(e) = found {
+            v.exception = Some(Applied::of(e));
         }
-        v.exception = Some(Applied::of(e));
     }
 }
 
-/// Whether an active exception names `peer` (namespace/name) for `rule`.
-pub fn peer_covered(
-    exceptions: &ExceptionSet,
+/// The exception that lets `subject` share with `peer` (namespace/name) for `rule`, when both
+/// sides name each other.
+fn shared<'a>(
+    subject: &Subject,
     peer: &str,
     rule: &str,
+    live: &[&'a Exception],
+    exceptions: &ExceptionSet,
     config: &Config,
     now: SystemTime,
-) -> bool {
-    let Some((ns, name)) = peer.split_once('/') else {
-        return false;
-    };
-    exceptions
-        .in_namespace(ns)
-        .iter()
-        .any(|e| active(e, config, now) && covers_rule(e, rule, config) && names(e, ns, name))
+) -> Option<&'a Exception> {
+    let (ns, name) = peer.split_once('/')?;
+    // The peer's own exception (one that lists it; its labels are not at hand) names us.
+    let theirs = exceptions.in_namespace(ns).iter().any(|e| {
+        active(e, config, now)
+            && covers_rule(e, rule, config)
+            && names_service(e, ns, name)
+            && e.names(subject.namespace, subject.name)
+    });
+    if !theirs {
+        return None;
+    }
+    live.iter().copied().find(|e| {
+        covers_rule(e, rule, config)
+            && covers_service(e, config, subject.namespace, subject.name, subject.labels)
+            && e.names(ns, name)
+    })
 }
 
 /// Whether the exceptions let `subject` share a listener port with `holder` (namespace/name):
-/// both named for `listener-port-unique` by active exceptions.
+/// each is named by an active exception for `listener-port-unique` that names the other.
 pub fn shared_port_allowed(
     subject: &Subject,
     holder: &str,
@@ -270,15 +309,21 @@ pub fn shared_port_allowed(
     config: &Config,
     now: SystemTime,
 ) -> Option<Applied> {
-    let mine = exceptions
+    let live: Vec<&Exception> = exceptions
         .in_namespace(subject.namespace)
         .iter()
-        .find(|e| {
-            active(e, config, now)
-                && covers_rule(e, SHARED_PORT_RULE, config)
-                && covers_service(e, config, subject.namespace, subject.name, subject.labels)
-        })?;
-    peer_covered(exceptions, holder, SHARED_PORT_RULE, config, now).then(|| Applied::of(mine))
+        .filter(|e| active(e, config, now))
+        .collect();
+    shared(
+        subject,
+        holder,
+        SHARED_PORT_RULE,
+        &live,
+        exceptions,
+        config,
+        now,
+    )
+    .map(Applied::of)
 }
 
 /// Exceptions still active that expire within `within` of `now`, soonest first.

@@ -183,77 +183,120 @@ fn the_config_decides_what_no_exception_covers() {
     assert!(v.allowed());
 }
 
-#[test]
-fn a_shared_port_is_let_through_only_when_both_services_are_named() {
+/// `holder` (shop) takes port 80 of lb-1; `request` asks for it too.
+fn sharing(holder: (&str, &str), request: (&str, &str), exceptions: &[Exception]) -> bool {
     let config = cfg("");
-    let a = lb().named("shop", "a").pa(Ctyun, "id", "lb-1").build();
+    let a = lb()
+        .named(holder.0, holder.1)
+        .pa(Ctyun, "id", "lb-1")
+        .build();
     let state = cluster_with(&config, &[a]);
-    let input = create(lb().named("shop", "b").pa(Ctyun, "id", "lb-1"));
-    let run = || {
-        evaluate(
-            &input,
-            &config,
-            &Versions::from_config(&config),
-            &state,
-            &EmptyInventory,
-        )
-    };
-    let labels = BTreeMap::new();
-    let mine = for_rule(
-        "shop",
-        json!({"names": ["b"]}),
-        "listener-port-unique",
-        "2026-12-09T00:00:00Z",
+    let input = create(lb().named(request.0, request.1).pa(Ctyun, "id", "lb-1"));
+    let mut v = evaluate(
+        &input,
+        &config,
+        &Versions::from_config(&config),
+        &state,
+        &EmptyInventory,
     );
-    let mut v = run();
     assert!(!v.allowed());
-    apply(
-        &mut v,
-        &subject("shop", "b", &labels),
-        &set([mine.clone()]),
+    let labels = BTreeMap::new();
+    let set = ExceptionSet::from(exceptions.to_vec());
+    let subject = subject(request.0, request.1, &labels);
+    apply(&mut v, &subject, &set, &config, now());
+    // The claims' path (a holder another replica recorded) decides the same.
+    let claimed = shared_port_allowed(
+        &subject,
+        &format!("{}/{}", holder.0, holder.1),
+        &set,
         &config,
         now(),
     );
+    assert_eq!(claimed.is_some(), v.allowed(), "{v:#?}");
+    v.allowed()
+}
+
+fn port_exception(ns: &str, name: &str, services: serde_json::Value, shares: &[&str]) -> Exception {
+    let mut e = for_rule(ns, services, "listener-port-unique", "2026-12-09T00:00:00Z");
+    e.name = name.into();
+    e.spec.shares_with = shares.iter().map(|s| s.to_string()).collect();
+    e
+}
+
+/// Pairwise: an exception covers a shared port only when the exception of each Service on it
+/// names the other (its namespace included); naming oneself is not enough.
+#[test]
+fn a_shared_port_is_let_through_only_when_each_names_the_other() {
+    let (a, b) = (("shop", "a"), ("shop", "b"));
+    let only_b = port_exception("shop", "x", json!({"names": ["b"]}), &[]);
+    let only_a = port_exception("shop", "y", json!({"names": ["a"]}), &[]);
+    assert!(!sharing(a, b, std::slice::from_ref(&only_b)), "one side");
     assert!(
-        !v.allowed(),
-        "one side's exception let two Services share a port"
+        !sharing(a, b, &[only_b.clone(), only_a.clone()]),
+        "each names itself only"
     );
-    let mut theirs = for_rule(
+    let both = port_exception("shop", "x", json!({"names": ["a", "b"]}), &[]);
+    assert!(
+        sharing(a, b, std::slice::from_ref(&both)),
+        "one exception names both"
+    );
+    // Two exceptions, each naming the other by namespace/name.
+    let b_with_a = port_exception("shop", "x", json!({"names": ["b"]}), &["shop/a"]);
+    let a_with_b = port_exception("shop", "y", json!({"names": ["a"]}), &["shop/b"]);
+    assert!(sharing(a, b, &[b_with_a.clone(), a_with_b]));
+    assert!(
+        !sharing(a, b, &[b_with_a, only_a]),
+        "the holder's does not name b"
+    );
+    // A selector covers the Service for other rules, but names no peer.
+    let by_label = port_exception(
         "shop",
-        json!({"names": ["a"]}),
-        "listener-port-unique",
-        "2026-12-09T00:00:00Z",
+        "x",
+        json!({"selector": {"matchLabels": {"app": "web"}}}),
+        &["shop/a"],
     );
-    theirs.name = "y".into();
-    let mut v = run();
-    apply(
-        &mut v,
-        &subject("shop", "b", &labels),
-        &set([mine.clone(), theirs.clone()]),
-        &config,
-        now(),
+    assert!(!sharing(a, b, &[by_label]));
+}
+
+/// A Service of another namespace cannot join a port by naming itself, nor by naming the
+/// holder: the holder's namespace must name it too.
+#[test]
+fn another_namespace_joins_only_when_the_holder_s_names_it() {
+    let holder = ("shop", "holder");
+    let joiner = ("other", "joiner");
+    let shop = port_exception("shop", "x", json!({"names": ["holder", "peer"]}), &[]);
+    let self_only = port_exception("other", "y", json!({"names": ["joiner"]}), &[]);
+    assert!(!sharing(holder, joiner, &[shop.clone(), self_only]));
+    let names_holder = port_exception("other", "y", json!({"names": ["joiner"]}), &["shop/holder"]);
+    assert!(!sharing(holder, joiner, &[shop, names_holder.clone()]));
+    let shop_names_joiner =
+        port_exception("shop", "x", json!({"names": ["holder"]}), &["other/joiner"]);
+    assert!(sharing(
+        holder,
+        joiner,
+        &[shop_names_joiner.clone(), names_holder]
+    ));
+    // Naming the joiner in sharesWith of its own namespace's exception does not make that
+    // exception the holder's.
+    let joiner_names_both = port_exception(
+        "other",
+        "y",
+        json!({"names": ["joiner"]}),
+        &["shop/holder", "other/joiner"],
     );
-    assert!(v.allowed(), "{v:#?}");
-    assert!(
-        shared_port_allowed(
-            &subject("shop", "b", &labels),
-            "shop/a",
-            &set([mine.clone(), theirs]),
-            &config,
-            now()
-        )
-        .is_some()
-    );
-    assert!(
-        shared_port_allowed(
-            &subject("shop", "b", &labels),
-            "shop/a",
-            &set([mine]),
-            &config,
-            now()
-        )
-        .is_none()
-    );
+    let shop_plain = port_exception("shop", "x", json!({"names": ["holder"]}), &[]);
+    assert!(!sharing(holder, joiner, &[shop_plain, joiner_names_both]));
+    let _ = shop_names_joiner;
+}
+
+/// `sharesWith` names peers; it covers nothing itself.
+#[test]
+fn shares_with_covers_no_finding() {
+    let e = port_exception("shop", "x", json!({"names": ["other"]}), &["shop/web"]);
+    let mut e = e;
+    e.spec.rules.push("address-type-value".into());
+    let v = bad_with(&[e], &BTreeMap::new(), &cfg(""));
+    assert!(!v.allowed(), "{v:#?}");
 }
 
 #[test]
@@ -290,8 +333,12 @@ fn admission_lists_every_problem_with_its_field() {
         "2026-12-08T00:00:00Z",
     );
     assert_eq!(problems(&good, &config, now()), Vec::<String>::new());
-    let mut past = good.clone();
-    past.spec.expires = "2026-12-01T00:00:00Z".into();
+    let past = for_rule(
+        "shop",
+        json!({"names": ["web"]}),
+        "address-type-value",
+        "2026-12-01T00:00:00Z",
+    );
     assert!(problems(&past, &config, now())[0].contains("is not in the future"));
     let mut missing = good;
     missing.spec.expires = String::new();
@@ -440,5 +487,75 @@ fn a_listener_another_service_owns_needs_that_service_named_too() {
         "2026-12-09T00:00:00Z",
     );
     theirs.name = "y".into();
-    assert!(check(80, &[mine, theirs]));
+    assert!(!check(80, &[mine, theirs]), "neither names the other");
+    let both = for_rule(
+        "shop",
+        json!({"names": ["a", "b"]}),
+        "listener-port-unique",
+        "2026-12-09T00:00:00Z",
+    );
+    assert!(check(80, &[both]));
+}
+
+/// Stored exceptions the config does not honour cover nothing, and say why: a rule no
+/// exception may cover, a wildcard, a catch-all or invalid selector, an expiry past a lowered
+/// `maxDays`.
+#[rstest::rstest]
+#[case::not_exemptable(
+    "exceptions:\n  notExemptable: [address-type-value]\n",
+    json!({"names": ["web"]}), "address-type-value", "cannot be exempted")]
+#[case::wildcard("", json!({"names": ["web"]}), "*", "\"*\" (every rule) is not allowed")]
+#[case::catch_all_selector(
+    "", json!({"selector": {}}), "address-type-value", "it can match every Service")]
+#[case::exists_with_values(
+    "", json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Exists", "values": ["db"]}]}}),
+    "address-type-value", "not allowed with operator Exists")]
+#[case::does_not_exist_with_values(
+    "", json!({"names": ["nobody"], "selector": {"matchExpressions": [{"key": "x", "operator": "DoesNotExist", "values": ["y"]}]}}),
+    "address-type-value", "not allowed with operator DoesNotExist")]
+#[case::invalid_label_key(
+    "", json!({"selector": {"matchLabels": {"app web": "web"}}}), "address-type-value",
+    "not a valid label key")]
+#[case::max_days_lowered(
+    "exceptions:\n  maxDays: 3\n", json!({"names": ["web"]}), "address-type-value",
+    "more than 3 days after the exception's creation")]
+fn an_exception_the_config_does_not_honour_is_ignored(
+    #[case] config: &str,
+    #[case] services: serde_json::Value,
+    #[case] rule: &str,
+    #[case] why: &str,
+) {
+    let config = cfg(config);
+    // Created 2026-12-01T12:00Z, expires in a week: fine under the default config.
+    let e = for_rule("shop", services, rule, "2026-12-08T00:00:00Z");
+    let labels = BTreeMap::from([("app".to_string(), "web".to_string())]);
+    let v = bad_with(std::slice::from_ref(&e), &labels, &config);
+    assert!(
+        !v.allowed(),
+        "an ignored exception covered a finding: {v:#?}"
+    );
+    match state(&e, &config, now()) {
+        State::Ignored(reasons) => {
+            assert!(
+                reasons.iter().any(|r| r.contains(why)),
+                "{why} not in {reasons:#?}"
+            )
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(!active(&e, &config, now()));
+    assert!(
+        expiring(std::slice::from_ref(&e), &config, now(), EXPIRING_WITHIN).is_empty(),
+        "an ignored exception is not listed as about to expire"
+    );
+    // Once expired it is expired, whatever else.
+    assert_eq!(state(&e, &config, now() + 7 * DAY), State::Expired);
+    // The same exception, honoured by the default config.
+    let fine = for_rule(
+        "shop",
+        json!({"names": ["web"]}),
+        "address-type-value",
+        "2026-12-08T00:00:00Z",
+    );
+    assert_eq!(state(&fine, &cfg(""), now()), State::Active);
 }

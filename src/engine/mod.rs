@@ -1,144 +1,28 @@
 //! The pure core: `evaluate` turns an admission input into a verdict, `mutate` into the
 //! desired object. No I/O and no async: every front end (webhook, CLI) calls these.
 
+mod applies;
 pub mod exceptions;
 pub mod mutate;
+mod verdict;
 
+pub use crate::vocab::catalog::{Annot, annotation_field};
 pub use crate::vocab::ctx::{
     ClusterView, Ctx, EmptyCluster, EmptyInventory, Finding, Findings, Inventory, Versions,
 };
 pub use crate::vocab::input::{Input, InputError, Operation, UserInfo};
-pub use crate::vocab::provider::{Annot, annotation_field};
 pub use crate::vocab::service::Svc;
 pub use crate::vocab::version;
+pub use applies::{exemption, not_ours, providers};
 pub use mutate::{AppliedDefault, Mutation, mutate};
-
-use serde::Serialize;
+pub use verdict::{Verdict, Violation};
 
 use crate::providers::catalog;
 use crate::rules::registry;
-use crate::vocab::config::{Config, ConfigError, ProviderChoice};
+use crate::vocab::action::Action;
+use crate::vocab::config::{Config, ConfigError};
 use crate::vocab::provider::Provider;
-use crate::vocab::rule::{Action, Check, Gate, Rule};
-
-/// The providers whose rules apply to a request: the configured one, or with `auto` each
-/// whose annotations, label or finalizers the Service carries; either only when one of its
-/// controllers takes the Service.
-pub fn providers(ctx: &Ctx) -> Vec<Provider> {
-    match ctx.config.provider {
-        ProviderChoice::Fixed(p) => vec![p],
-        ProviderChoice::Auto => Provider::ALL
-            .into_iter()
-            .filter(|p| {
-                let c = catalog(*p);
-                ctx.new.is_some_and(|s| c.detect(s.0)) || ctx.old.is_some_and(|s| c.detect(s.0))
-            })
-            .collect(),
-    }
-    .into_iter()
-    .filter(|p| ctx.routed_to(*p))
-    .collect()
-}
-
-/// Why the request's LoadBalancer Service is not lbguard's: no controller of the configured
-/// provider (of any provider, under `auto`) takes it. `None` when one does.
-pub fn not_ours(ctx: &Ctx) -> Option<String> {
-    let candidates: &[Provider] = match &ctx.config.provider {
-        ProviderChoice::Fixed(p) => std::slice::from_ref(p),
-        ProviderChoice::Auto => &Provider::ALL,
-    };
-    if candidates.iter().any(|p| ctx.routed_to(*p)) {
-        return None;
-    }
-    let svc = ctx.new.filter(|s| s.is_lb()).or(ctx.old)?;
-    let classes = &ctx.config.load_balancer_classes;
-    match (&ctx.config.provider, svc.load_balancer_class()) {
-        (ProviderChoice::Auto, Some(class)) => Some(format!(
-            "spec.loadBalancerClass \"{class}\" is served by no controller of ctyun, alibaba, huawei or volcengine (add it to loadBalancerClasses if it is)"
-        )),
-        _ => crate::vocab::route::why_not(candidates[0], svc, classes),
-    }
-}
-
-/// Which action a finding takes: deny or warn (`off` findings are dropped).
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Violation {
-    pub rule: &'static str,
-    pub action: Action,
-    pub field: String,
-    /// `[rule-id] ...`, one line, as users see it.
-    pub message: String,
-    /// Found in the load balancer inventory's facts, which an exported policy cannot read.
-    #[serde(skip)]
-    pub inventory: bool,
-    /// The other Service the finding names (namespace/name), if any.
-    #[serde(skip)]
-    pub peer: Option<String>,
-    /// The `LBGuardException` that lets this finding through: it neither denies nor fails.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub exception: Option<exceptions::Applied>,
-}
-
-impl Violation {
-    /// Denies the request: a deny finding no exception covers.
-    pub fn denies(&self) -> bool {
-        self.action == Action::Deny && self.exception.is_none()
-    }
-
-    /// The line a user sees for it as a warning.
-    pub fn warning(&self) -> String {
-        match &self.exception {
-            Some(e) => format!("{} ({})", self.message, e.describe()),
-            None => self.message.clone(),
-        }
-    }
-}
-
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Verdict {
-    pub violations: Vec<Violation>,
-    /// Warnings that are not rule findings (exemptions, provider ambiguity).
-    pub notes: Vec<String>,
-    /// Set when the request was exempt and not checked; says why.
-    pub exempt: Option<String>,
-    /// With `exempt`: the Service is served by another load balancer implementation, so it
-    /// is not lbguard's at all (no report entry either).
-    pub foreign: bool,
-}
-
-impl Verdict {
-    pub fn allowed(&self) -> bool {
-        !self.violations.iter().any(Violation::denies)
-    }
-
-    pub fn denials(&self) -> impl Iterator<Item = &Violation> {
-        self.violations.iter().filter(|v| v.denies())
-    }
-
-    /// Every line a user should see as `Warning:`.
-    pub fn warnings(&self) -> Vec<String> {
-        self.notes
-            .iter()
-            .cloned()
-            .chain(
-                self.violations
-                    .iter()
-                    .filter(|v| v.action == Action::Warn || v.exception.is_some())
-                    .map(Violation::warning),
-            )
-            .collect()
-    }
-
-    /// Denial text for `status.message`: every denial, joined.
-    pub fn denial_message(&self) -> Option<String> {
-        let msgs: Vec<&str> = self.denials().map(|v| v.message.as_str()).collect();
-        (!msgs.is_empty()).then(|| msgs.join("; "))
-    }
-
-    pub fn rule_ids(&self) -> Vec<&'static str> {
-        self.violations.iter().map(|v| v.rule).collect()
-    }
-}
+use crate::vocab::rule::{Check, Gate, Rule};
 
 /// Parses a config and checks everything, rule ids included, listing every problem.
 pub fn parse_config(text: &str, path: &str) -> Result<Config, ConfigError> {
@@ -172,23 +56,6 @@ pub fn config_problems(config: &Config) -> Vec<String> {
     );
     problems.extend(config.problems());
     problems
-}
-
-/// Why a request is exempt, if it is.
-pub fn exemption(input: &Input, config: &Config) -> Option<String> {
-    let ex = &config.exemptions;
-    if ex.namespaces.contains(&input.namespace) {
-        return Some(format!("namespace {} is exempt", input.namespace));
-    }
-    if ex.users.contains(&input.user.username) {
-        return Some(format!("user {} is exempt", input.user.username));
-    }
-    input
-        .user
-        .groups
-        .iter()
-        .find(|g| ex.groups.contains(g))
-        .map(|g| format!("group {g} is exempt"))
 }
 
 fn gate_open(gate: Gate, ctx: &Ctx) -> bool {
@@ -285,7 +152,9 @@ fn evaluate_once(
         return verdict;
     }
     let ctx = Ctx::new(input, config, versions, cluster, inventory);
-    if let Some(why) = not_ours(&ctx) {
+    // The deletion-protection mark is on the Service, not on its load balancer: a DELETE is
+    // checked whatever serves the Service (only DELETE rules run: no provider's rules apply).
+    if let Some(why) = not_ours(&ctx).filter(|_| input.operation != Operation::Delete) {
         verdict.notes.push(format!("lbguard: not checked: {why}"));
         verdict.exempt = Some(why);
         verdict.foreign = true;

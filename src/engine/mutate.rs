@@ -12,8 +12,11 @@
 use k8s_openapi::api::core::v1::Service;
 use serde::Serialize;
 
-use super::{Ctx, EmptyCluster, Input, Inventory, Operation, Versions, exemption};
+use super::applies::{exemption, not_ours, providers};
 use crate::vocab::config::{Config, Flavor};
+use crate::vocab::ctx::{Ctx, EmptyCluster, Inventory, Versions};
+use crate::vocab::input::{Input, Operation};
+use crate::vocab::service::Svc;
 
 /// One default the mutation applied, for warnings, audit annotations and `check` output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -112,7 +115,7 @@ pub fn mutate(
     };
     let applicable = config.defaults.enabled
         && matches!(input.operation, Operation::Create | Operation::Update)
-        && super::Svc(object).is_lb()
+        && Svc(object).is_lb()
         && exemption(input, config).is_none();
     if !applicable {
         return Some(Mutation {
@@ -123,16 +126,16 @@ pub fn mutate(
     b.live = input
         .old_object
         .as_ref()
-        .filter(|o| input.operation == Operation::Update && super::Svc(o).is_lb());
+        .filter(|o| input.operation == Operation::Update && Svc(o).is_lb());
     let ctx = Ctx::new(input, config, versions, &EmptyCluster, inventory);
-    if super::not_ours(&ctx).is_some() {
+    if not_ours(&ctx).is_some() {
         return Some(Mutation {
             desired: b.desired,
             applied: b.applied,
         });
     }
-    let providers = super::providers(&ctx);
-    let new = super::Svc(object);
+    let providers = providers(&ctx);
+    let new = Svc(object);
     let d = &config.defaults;
 
     // Each provider hands over its defaults; the engine applies them where the user set

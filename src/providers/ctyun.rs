@@ -4,11 +4,12 @@
 //! Kubernetes' own `VIP` mode is what the Service gets without the annotation.
 
 use super::data;
-use crate::vocab::cel;
+use crate::vocab::action::Action;
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::checks::{require_version, version_too_old};
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::provider::Provider;
+use crate::vocab::rule::{CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::Known;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
@@ -83,7 +84,7 @@ fn ip_mode_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 
 fn ip_mode_value_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "ip-mode");
+    let a = catalog_annotation(cat, "ip-mode");
     Ok(vec![
         CelCheck::new(
             format!("{} && {} != 'proxy'", a.present, a.value),
@@ -98,7 +99,7 @@ fn ip_mode_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     if !version_too_old(v, VersionOf::Cluster, |k| *k >= IP_MODE_MIN)? {
         return Ok(vec![]);
     }
-    let a = cel::catalog_annotation(cat, "ip-mode");
+    let a = catalog_annotation(cat, "ip-mode");
     let runs = v.versions.cluster_text();
     Ok(vec![
         CelCheck::new(
@@ -113,7 +114,7 @@ fn ip_mode_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 /// `-ip-mode: proxy` for `externalTrafficPolicy: Local` on 1.30+ (`defaults.ctyunIpModeProxy`).
 pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
     let cat = &CATALOG;
-    let mut out: Vec<Proposed> = super::inventory_address_type(ctx, cat)
+    let mut out: Vec<Proposed> = super::address_type::inventory_address_type(ctx, cat)
         .into_iter()
         .collect();
     if let Some(new) = ctx.new

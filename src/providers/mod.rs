@@ -1,13 +1,15 @@
 //! Provider knowledge: one annotation catalog per cloud, and each cloud's own rules.
 
+mod address_type;
 pub mod alibaba;
 pub mod ctyun;
 pub mod data;
 pub mod huawei;
 pub mod volcengine;
 
+pub use crate::vocab::catalog::Catalog;
 use crate::vocab::ctx::{Ctx, Proposed};
-pub use crate::vocab::provider::{Catalog, Provider};
+pub use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
 
 /// The catalog for a provider.
@@ -40,22 +42,4 @@ pub fn json_fields(p: Provider, name: &str, value: &str, svc: Svc) -> Vec<String
         Provider::Huawei => huawei::json_fields(name, value, svc),
         _ => Vec::new(),
     }
-}
-
-/// The reused load balancer's address type, from the inventory, when the Service names the
-/// load balancer but no address type (CTyun and Alibaba read it from the Service).
-fn inventory_address_type(ctx: &Ctx, cat: &'static Catalog) -> Option<Proposed> {
-    let new = ctx.new?;
-    if !ctx.inventory.configured() || cat.get(new, "address-type").is_some() {
-        return None;
-    }
-    let id = cat.get(new, "id")?;
-    let t = ctx.inventory.get(cat.provider, id.value)?.address_type?;
-    Some(Proposed {
-        key: cat.key("address-type"),
-        value: t.as_str().to_string(),
-        reason: "the reused load balancer's address type, from the inventory".into(),
-        fixed: true,
-        inventory: true,
-    })
 }

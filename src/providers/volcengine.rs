@@ -9,11 +9,13 @@ mod create;
 pub use create::{dependent_annotations, dependent_annotations_cel};
 
 use super::data;
+use crate::vocab::action::Action;
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::checks::{duplicates, require_version, version_too_old};
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::provider::Provider;
+use crate::vocab::rule::{CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 /// Names from the seed (including the `-weights` its example output shows) plus the
@@ -250,7 +252,7 @@ fn nlb_requires_ccm_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings
 
 /// CEL of `immutable`: any add, remove or change.
 fn immutable_cel(cat: &Catalog, rule: &str, suffix: &str) -> CelCheck {
-    let a = cel::catalog_annotation(cat, suffix);
+    let a = catalog_annotation(cat, suffix);
     let (op, ov) = (
         cel::on(&a.present, "oldObject"),
         cel::on(&a.value, "oldObject"),
@@ -285,8 +287,8 @@ fn weight_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 fn reuse_requires_fields_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let (group, weight) = (
-        cel::catalog_annotation(cat, "server-group-id"),
-        cel::catalog_annotation(cat, "weight"),
+        catalog_annotation(cat, "server-group-id"),
+        catalog_annotation(cat, "weight"),
     );
     // The annotation that turns the mode on, as `reuse_requires_fields` picks it.
     let by_key = format!("({} ? {} : {})", group.present, group.key, weight.key);
@@ -294,7 +296,7 @@ fn reuse_requires_fields_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
     Ok(REUSE_FIELDS
         .into_iter()
         .map(|(suffix, example)| {
-            let a = cel::catalog_annotation(cat, suffix);
+            let a = catalog_annotation(cat, suffix);
             CelCheck::new(
                 format!(
                     "({} || {}) && (!{} || {}.trim() == '')",
@@ -382,7 +384,7 @@ fn server_group_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 
 fn weight_range_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "weight");
+    let a = catalog_annotation(cat, "weight");
     Ok(vec![
         CelCheck::new(
             format!(
@@ -410,7 +412,7 @@ fn nlb_requires_ccm_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static st
     if !version_too_old(v, VersionOf::Ccm, |k| *k >= NLB_CCM_MIN)? {
         return Ok(vec![]);
     }
-    let a = cel::catalog_annotation(cat, "id");
+    let a = catalog_annotation(cat, "id");
     let runs = v.versions.ccm_text();
     Ok(vec![
         CelCheck::new(

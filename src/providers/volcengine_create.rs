@@ -5,9 +5,9 @@
 //! (CreateLoadBalancer); SDK = PyPI volcengine-python-sdk 5.0.54
 //! volcenginesdkclb/models/create_load_balancer_request.py.
 
+use crate::vocab::catalog::{Annot, Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::rule::{CelCheck, VapCtx};
 use crate::vocab::service::Svc;
 
@@ -50,14 +50,14 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
 pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let set = |n: &str| {
-        let a = cel::catalog_annotation(cat, n);
+        let a = catalog_annotation(cat, n);
         format!("({} && {}.trim() != '')", a.present, a.value)
     };
     let (id, subnet, master, slave) = (
         set("id"),
         cat.key("subnet-id"),
-        cel::catalog_annotation(cat, "master-zone-id"),
-        cel::catalog_annotation(cat, "slave-zone-id"),
+        catalog_annotation(cat, "master-zone-id"),
+        catalog_annotation(cat, "slave-zone-id"),
     );
     Ok(vec![
         CelCheck::new(

@@ -3,11 +3,13 @@
 
 use std::ops::Bound;
 
+use crate::vocab::action::Action;
 use crate::vocab::annotations::Entry;
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::provider::Provider;
+use crate::vocab::rule::{CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::version::{Known, VersionOf};
 
 pub static RULES: &[Rule] = &[

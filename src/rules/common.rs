@@ -2,11 +2,13 @@
 //! of being written once per cloud.
 
 use crate::providers::catalog;
+use crate::vocab::action::Action;
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::checks::{ccm_only, ccm_request_cel};
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
+use crate::vocab::provider::Provider;
+use crate::vocab::rule::{CelCheck, Check, Class, Gate, Rule, Vap, VapCtx};
 use crate::vocab::service::Svc;
 
 const ALL: &[Provider] = &Provider::ALL;
@@ -232,7 +234,7 @@ fn address_type_value(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 
 fn address_type_value_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "address-type");
+    let a = catalog_annotation(cat, "address-type");
     let (nlb, empty_ok) = match cat.provider {
         Provider::Alibaba => (
             crate::providers::alibaba::nlb_cel(v),
@@ -324,7 +326,7 @@ fn enum_values(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 
 fn lb_id_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "id");
+    let a = catalog_annotation(cat, "id");
     let (op, ov, ok) = (
         cel::on(&a.present, "oldObject"),
         cel::on(&a.value, "oldObject"),
@@ -346,10 +348,7 @@ fn lb_id_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
             )
         }
         (None, Provider::Huawei) => {
-            let auto = cel::on(
-                &cel::catalog_annotation(cat, "autocreate").present,
-                "oldObject",
-            );
+            let auto = cel::on(&catalog_annotation(cat, "autocreate").present, "oldObject");
             match ccm_request_cel(v) {
                 Some(by_ccm) => format!("(!{auto} || !{by_ccm})"),
                 None => format!("!{auto}"),
@@ -410,12 +409,12 @@ fn in_cluster_access_advice_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static st
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let ok = match cat.provider {
         Provider::Ctyun => {
-            let a = cel::catalog_annotation(cat, "ip-mode");
+            let a = catalog_annotation(cat, "ip-mode");
             format!("({} && {} == 'proxy')", a.present, a.value)
         }
-        Provider::Alibaba => cel::catalog_annotation(cat, "hostname").present,
+        Provider::Alibaba => catalog_annotation(cat, "hostname").present,
         Provider::Huawei => {
-            let a = cel::catalog_annotation(cat, "pass-through");
+            let a = catalog_annotation(cat, "pass-through");
             format!("({} && {} == 'true')", a.present, a.value)
         }
         Provider::Volcengine => return Ok(vec![]),
@@ -431,7 +430,7 @@ fn in_cluster_access_advice_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static st
 
 /// One check per enumerated annotation: its value is one of `allowed`.
 fn one_of_cel(cat: &Catalog, rule: &str, suffix: &str, allowed: &[&str]) -> CelCheck {
-    let a = cel::catalog_annotation(cat, suffix);
+    let a = catalog_annotation(cat, suffix);
     let shown: Vec<String> = allowed.iter().map(|v| format!("\\\"{v}\\\"")).collect();
     CelCheck::new(
         format!("{} && !({} in {})", a.present, a.value, cel::list(allowed)),

@@ -357,14 +357,24 @@ fn deletion_protection(
     }
 }
 
-/// The mark protects any Service, LoadBalancer or not (so does the exported policy, which
-/// has no LoadBalancer match condition for this rule).
-#[test]
-fn deletion_protection_is_not_only_for_load_balancers() {
-    let s = lb()
-        .type_("ClusterIP")
-        .ann("lbguard.io/deletion-protection", "true");
-    expect(&delete(s), &cfg(NONE), "deletion-protection", Deny);
+/// The mark is on the Service: it protects any Service that carries it, LoadBalancer or not,
+/// and one another load balancer implementation serves (so does the exported policy, which
+/// has no LoadBalancer or provider match condition for this rule, and the chart's webhook).
+#[rstest]
+#[case::cluster_ip(lb().type_("ClusterIP"))]
+#[case::other_implementation(lb().class("metallb.io/metallb"))]
+#[case::other_implementation_with_provider_annotations(
+    lb().class("metallb.io/metallb").pa(Alibaba, "id", "lb-1")
+)]
+fn deletion_protection_protects_every_marked_service(
+    #[case] s: crate::testkit::SvcBuilder,
+    #[values("ctyun", "alibaba", "auto")] provider: &str,
+) {
+    let config = cfg(&format!("provider: {provider}\n"));
+    let marked = s.clone().ann("lbguard.io/deletion-protection", "true");
+    expect(&delete(marked), &config, "deletion-protection", Deny);
+    let v = expect(&delete(s), &config, "deletion-protection", Pass);
+    assert!(v.allowed(), "{v:#?}");
 }
 
 #[test]

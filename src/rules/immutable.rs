@@ -2,95 +2,12 @@
 //! balancer (ACK CLB and NLB, CCE), on an update; and, with the inventory, what ACK's
 //! controllers compare between a Service and the load balancer it reuses (`super::reuse`).
 
+use super::fixed::{ALIBABA_FIXED, Fixed, fixed};
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::provider::Provider;
 use crate::vocab::rule::{CelCheck, VapCtx};
-
-/// The attributes `lb-attributes-immutable` protects, with the CCM's default.
-/// An attribute the controller fixes when it creates the load balancer.
-pub(super) struct Fixed {
-    pub(super) suffix: &'static str,
-    /// What the controller assumes when the annotation is absent.
-    pub(super) default: Option<&'static str>,
-    /// The CLB controller's error when it changes (CCE: what its table says, `fixed_why`);
-    /// `None`: not compared.
-    pub(super) clb: Option<&'static str>,
-    /// ACK NLB: the error when it changes (compared in any case), or `None`.
-    pub(super) nlb: Option<&'static str>,
-    /// ACK NLB applies a change in place: what it does, for a warning.
-    nlb_in_place: Option<&'static str>,
-}
-
-const fn fixed(suffix: &'static str, default: Option<&'static str>, clb: &'static str) -> Fixed {
-    Fixed {
-        suffix,
-        default,
-        clb: Some(clb),
-        nlb: None,
-        nlb_in_place: None,
-    }
-}
-
-/// kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/
-/// loadbalancer.go:128-154 and nlbv2/loadbalancer.go:187-206, 209-228.
-pub(super) static ALIBABA_FIXED: &[Fixed] = &[
-    Fixed {
-        nlb_in_place: Some(
-            "the NLB controller converts the NLB's address type in place (UpdateNLBAddressType): its address changes",
-        ),
-        ..fixed(
-            "address-type",
-            Some("internet"),
-            "alicloud: can not change LoadBalancer AddressType once created. delete and retry",
-        )
-    },
-    fixed(
-        "master-zoneid",
-        None,
-        "alicloud: can not change LoadBalancer master zone id once created",
-    ),
-    fixed(
-        "slave-zoneid",
-        None,
-        "alicloud: can not change LoadBalancer slave zone id once created",
-    ),
-    Fixed {
-        nlb: Some("AddressIpVersion cannot be changed"),
-        ..fixed(
-            "ip-version",
-            Some("ipv4"),
-            "alicloud: can not change LoadBalancer AddressIPVersion once created",
-        )
-    },
-    Fixed {
-        nlb: Some("ResourceGroupId cannot be changed"),
-        ..fixed(
-            "resource-group-id",
-            None,
-            "alicloud: can not change ResourceGroupId once created",
-        )
-    },
-    fixed(
-        "network-type",
-        None,
-        "alicloud: can not change LoadBalancer network type once created",
-    ),
-    fixed(
-        "ip",
-        None,
-        "alicloud: can not change LoadBalancer address once created",
-    ),
-    Fixed {
-        suffix: "zone-maps",
-        default: None,
-        clb: None,
-        nlb: None,
-        nlb_in_place: Some(
-            "the NLB controller adds or moves the NLB's zones in place (a zone removed from the annotation stays on the NLB)",
-        ),
-    },
-];
 
 /// CCE's table: "This parameter cannot be modified after the resource is created"
 /// (opentelekomcloud-docs/cloud-container-engine@4863737 cce_10_0385 :44, :67). CCE's
@@ -138,9 +55,9 @@ pub fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findi
     let nlb = ctx.is_nlb(cat.provider);
     let alibaba = cat.provider == Provider::Alibaba;
     fn read(
-        a: Option<crate::vocab::provider::Annot<'_>>,
+        a: Option<crate::vocab::catalog::Annot<'_>>,
         alibaba: bool,
-    ) -> Option<crate::vocab::provider::Annot<'_>> {
+    ) -> Option<crate::vocab::catalog::Annot<'_>> {
         a.filter(|a| !(alibaba && a.value.is_empty()))
     }
     // On a reused load balancer an unset attribute is whatever the live one has, which only
@@ -199,7 +116,7 @@ pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static
     };
     let mut out = Vec::new();
     for f in immutable_attributes(cat.provider) {
-        let a = cel::catalog_annotation(cat, f.suffix);
+        let a = catalog_annotation(cat, f.suffix);
         let set = |s: &str| {
             let (p, val) = (cel::on(&a.present, s), cel::on(&a.value, s));
             if alibaba {
@@ -214,7 +131,7 @@ pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static
             cel::on(&a.value, "object"),
             cel::on(&a.key, "object"),
         );
-        let id = cel::catalog_annotation(cat, "id");
+        let id = catalog_annotation(cat, "id");
         let reused = if alibaba {
             format!(
                 "({} && {} != '')",

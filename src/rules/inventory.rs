@@ -2,10 +2,11 @@
 //! whose load balancer is not in the inventory gets one "unknown" report, whose action is
 //! `inventory.unknownLoadBalancer`. Without an inventory configured these rules are silent.
 
-use super::listeners::listener_ports;
+use super::ports::listener_ports;
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings, Lookup};
 use crate::vocab::lb::{AddressType, CreatedBy, LbKind, LoadBalancer};
-use crate::vocab::provider::{Annot, Catalog, Provider, annotation_field};
+use crate::vocab::provider::Provider;
 use crate::vocab::rule::{Rule, Vap, rule};
 
 const CTYUN_ALIBABA: &[Provider] = &[Provider::Ctyun, Provider::Alibaba];

@@ -15,13 +15,16 @@ use std::collections::BTreeSet;
 use std::sync::Arc;
 
 use super::inventory::reused;
+use super::ports::listener_ports;
 use crate::providers::catalog;
+use crate::vocab::catalog::{Catalog, annotation_field};
 pub use crate::vocab::checks::protocol_entries;
 use crate::vocab::config::ProxyMode;
+use crate::vocab::controller::Classes;
 use crate::vocab::ctx::{Ctx, Findings, IngressUse, LbUser};
 use crate::vocab::lb::{Family, protocol_family};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::route::{Classes, Scope};
+use crate::vocab::provider::Provider;
+use crate::vocab::route::Scope;
 use crate::vocab::rule::{Rule, Vap, rule};
 use crate::vocab::service::Svc;
 
@@ -46,7 +49,7 @@ pub static RULES: &[Rule] = &[
         ClusterInventory,
         Admit,
         Deny,
-        "Listeners on one load balancer (all Services' ports and existing listeners) stay within quotas.listenersPerLoadBalancer (default 50)",
+        "Listeners on one load balancer (the existing ones and those the cloud controller will create for Services' ports) stay within quotas.listenersPerLoadBalancer (default 50)",
         "000, 001 \"默认情况下一个实例可以添加50个监听\"",
         listener_quota,
         Vap::No("reads the cluster view and the load balancer inventory")
@@ -132,6 +135,7 @@ fn uses_of(providers: &[Provider], classes: &Classes, svc: Svc) -> Vec<(Provider
                     name: Arc::clone(&name),
                     ports: listener_ports(cat, svc),
                     skip_listener: skips_listeners(cat, svc),
+                    makes_listeners: makes_listeners(cat, svc),
                     pass_through: (*p == Provider::Huawei)
                         .then(|| cat.get(svc, "pass-through").map(|a| a.value.to_string()))
                         .flatten(),
@@ -142,49 +146,15 @@ fn uses_of(providers: &[Provider], classes: &Classes, svc: Svc) -> Vec<(Provider
         .collect()
 }
 
-/// The listener ports a Service asks for: (port, family, listener protocol). Huawei's and
-/// Alibaba's `protocol-port` name the listener protocol per port; otherwise the spec's.
-pub fn listener_ports(cat: &Catalog, svc: Svc) -> Vec<(i32, Family, &'static str)> {
-    let mapped: Vec<(i32, String)> = match cat.provider {
-        Provider::Huawei | Provider::Alibaba => cat
-            .get(svc, "protocol-port")
-            .map(|a| {
-                protocol_entries(a.value)
-                    .0
-                    .into_iter()
-                    .filter_map(|(proto, port, _)| Some((port?, proto.to_ascii_uppercase())))
-                    .collect()
-            })
-            .unwrap_or_default(),
-        _ => vec![],
-    };
-    let mut out: Vec<(i32, Family, &'static str)> = svc
-        .ports()
-        .iter()
-        .filter_map(|p| {
-            let proto = mapped
-                .iter()
-                .find(|(port, _)| *port == p.port)
-                .map(|(_, proto)| proto.clone())
-                .unwrap_or_else(|| {
-                    p.protocol
-                        .clone()
-                        .unwrap_or_else(|| "TCP".into())
-                        .to_ascii_uppercase()
-                });
-            Some((p.port, protocol_family(&proto)?, listener_protocol(&proto)?))
-        })
-        .collect();
-    out.sort();
-    out.dedup_by(|a, b| a.0 == b.0 && a.1 == b.1);
-    out
-}
-
-/// A listener protocol as a static string (no allocation per cached Service).
-fn listener_protocol(p: &str) -> Option<&'static str> {
-    ["TCP", "UDP", "HTTP", "HTTPS", "TLS", "TCPSSL"]
-        .into_iter()
-        .find(|x| *x == p)
+/// Whether the controller creates listeners for the Service's ports on the load balancer its
+/// id annotation names. ACK leaves a reused load balancer's listeners alone without
+/// `force-override-listeners: "true"`, exactly (clbv1/model_applier.go:99-112,
+/// nlbv2/model_applier.go:115-117; annotations.go:270-272).
+pub fn makes_listeners(cat: &Catalog, svc: Svc) -> bool {
+    cat.provider != Provider::Alibaba
+        || cat
+            .get(svc, "force-override-listeners")
+            .is_some_and(|a| a.value == "true")
 }
 
 /// Huawei Services that do not manage listeners share them on purpose.
@@ -387,14 +357,8 @@ fn nlb_overlaps(cat: &Catalog, new: Svc, out: &mut Findings) {
 
 fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
-    // ACK creates no listener on a reused load balancer without force-override
-    // (clbv1/model_applier.go:99-112), so the Service adds none.
-    if cat.provider == Provider::Alibaba
-        && cat.get(new, "id").is_some_and(|a| !a.value.is_empty())
-        && cat
-            .get(new, "force-override-listeners")
-            .is_none_or(|a| a.value != "true")
-    {
+    // The Service adds no listener the controller will not create.
+    if !makes_listeners(cat, new) {
         return;
     }
     let Some((id, me, others)) = me_and_others(ctx, cat) else {
@@ -403,7 +367,10 @@ fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let mine = new.namespaced_name();
     let mut listeners: BTreeSet<(i32, Family)> =
         me.ports.iter().map(|(p, f, _)| (*p, *f)).collect();
-    for o in &others {
+    // Only the Services the controller makes listeners for (ACK: not those that reuse the
+    // load balancer without force-override) and the listeners that exist.
+    let makers: Vec<&LbUser> = others.iter().filter(|o| o.makes_listeners).collect();
+    for o in &makers {
         listeners.extend(o.ports.iter().map(|(p, f, _)| (*p, *f)));
     }
     if let Some((lb_id, lb)) = reused(ctx, cat, &mut Findings::new()) {
@@ -420,7 +387,7 @@ fn listener_quota(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     if listeners.len() > quota {
         out.push(
             "spec.ports",
-            format!("load balancer \"{id}\" would have {} listeners ({} other Service(s) and existing listeners included), over the quota of {quota} (quotas.listenersPerLoadBalancer); remove ports, use another load balancer, or raise the quota with the provider first", listeners.len(), others.len()),
+            format!("load balancer \"{id}\" would have {} listeners (existing listeners and those the cloud controller creates for {} other Service(s) included), over the quota of {quota} (quotas.listenersPerLoadBalancer); remove ports, use another load balancer, or raise the quota with the provider first", listeners.len(), makers.len()),
         );
     }
 }

@@ -92,7 +92,11 @@ fn listener_quota_counts_other_services(
     #[case] want: Expect,
 ) {
     let config = cfg(quota);
-    let state = cluster_with(&config, &[other(p, 80, "TCP").build()]);
+    let mut them = other(p, 80, "TCP");
+    if p == Alibaba {
+        them = them.pa(p, "force-override-listeners", "true");
+    }
+    let state = cluster_with(&config, &[them.build()]);
     let mut me = lb()
         .named("web", "me")
         .only_port(443, "TCP")
@@ -102,6 +106,46 @@ fn listener_quota_counts_other_services(
         me = me.pa(p, "force-override-listeners", "true");
     }
     expect_cluster(&create(me), &config, &state, "listener-quota", want);
+}
+
+/// ACK makes no listener for a Service that reuses a load balancer without force-override,
+/// so its ports do not count for the others: 49 listeners, such a Service on 80 and this one
+/// with force-override on 81 make 50, not 51.
+#[rstest]
+#[case::other_without_override_adds_none(false, Pass)]
+#[case::other_with_override_adds_its_port(true, Deny)]
+fn listener_quota_counts_only_listeners_the_controller_makes(
+    #[case] other_overrides: bool,
+    #[case] want: Expect,
+) {
+    let config = cfg("quotas:\n  listenersPerLoadBalancer: 50\n");
+    let listeners: Vec<String> = (1000..1049)
+        .map(|p| format!("{{port: {p}, protocol: TCP, owner: external}}"))
+        .collect();
+    let inv = inventory(&format!(
+        "loadBalancers:\n  - {{id: lb-1, provider: alibaba, kind: clb, addressType: intranet, createdBy: user,\n     listeners: [{}]}}\n",
+        listeners.join(", ")
+    ));
+    let mut them = other(Alibaba, 80, "TCP");
+    if other_overrides {
+        them = them.pa(Alibaba, "force-override-listeners", "true");
+    }
+    let state = cluster_with(&config, &[them.build()]);
+    let me = lb()
+        .named("web", "me")
+        .only_port(81, "TCP")
+        .pa(Alibaba, "id", "lb-1")
+        .pa(Alibaba, "force-override-listeners", "true");
+    let v = crate::testkit::run_full(&create(me), &config, &state, &inv);
+    crate::testkit::assert_outcome(&v, "listener-quota", want);
+    if want == Deny {
+        let m = &v
+            .denials()
+            .find(|d| d.rule == "listener-quota")
+            .unwrap()
+            .message;
+        assert!(m.contains("would have 51 listeners"), "{m}");
+    }
 }
 
 fn huawei(name: &str, skip: bool, pp: Option<&str>) -> SvcBuilder {

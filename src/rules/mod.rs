@@ -2,15 +2,18 @@
 
 pub mod annotations;
 pub mod common;
+mod fixed;
 pub mod immutable;
 pub mod inventory;
 pub mod listeners;
+mod ports;
 pub mod reuse;
 
 use std::sync::LazyLock;
 
 use crate::providers;
-pub use crate::vocab::rule::{Action, Check, Class, Gate, Rule};
+pub use crate::vocab::action::Action;
+pub use crate::vocab::rule::{Check, Class, Gate, Rule};
 
 static REGISTRY: LazyLock<Vec<&'static Rule>> = LazyLock::new(|| {
     common::RULES
@@ -42,51 +45,6 @@ pub fn for_provider(
         .iter()
         .copied()
         .filter(move |r| provider.is_none_or(|p| r.providers.contains(&p)))
-}
-
-/// The rule table as Markdown (the book's rules reference and `lbguard rules --markdown`).
-pub fn markdown_table() -> String {
-    markdown_table_for(None)
-}
-
-/// The table of the rules that apply to `provider` (all rules when `None`). The export-vap
-/// column is what `lbguard export-vap --list [--provider P]` says with no config file, so the
-/// page and the command cannot disagree.
-pub fn markdown_table_for(provider: Option<crate::vocab::provider::Provider>) -> String {
-    let mut config = crate::vocab::config::Config::default();
-    if let Some(p) = provider {
-        config.provider = crate::vocab::config::ProviderChoice::Fixed(p);
-    }
-    let export = crate::vap::export(
-        &config,
-        &crate::vocab::ctx::Versions::from_config(&config),
-        None,
-    );
-    let mut out = String::from(
-        "| id | providers | class | default | what it checks | export-vap with no config |\n|---|---|---|---|---|---|\n",
-    );
-    for r in for_provider(provider) {
-        let providers: Vec<&str> = r.providers.iter().map(|p| p.as_str()).collect();
-        let vap = match (
-            export.exported.iter().find(|x| x.rule.id == r.id),
-            export.skipped.iter().find(|(id, _)| *id == r.id),
-        ) {
-            (Some(x), _) => format!("yes ({})", x.action.as_str()),
-            (None, Some((_, why))) => format!("no: {why}"),
-            (None, None) => "no".to_string(),
-        };
-        out.push_str(&format!(
-            "| `{}` | {} | {} | {} | {} | {} |\n",
-            r.id,
-            providers.join(", "),
-            r.class.as_str(),
-            r.default.as_str(),
-            // `<port>` in a title is text, not an HTML tag.
-            r.title.replace('<', "&lt;").replace('>', "&gt;"),
-            vap
-        ));
-    }
-    out
 }
 
 /// An annotation row's key and its sources.
@@ -196,6 +154,7 @@ pub fn sources_markdown(provider: Option<crate::vocab::provider::Provider>) -> S
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::cli::rule_table::{markdown_table, markdown_table_for};
     use crate::vocab::provider::Provider;
     use std::collections::HashSet;
 

@@ -9,8 +9,8 @@
 //! zones are `address-type-match`'s and the NLB changes them in place.
 
 use super::inventory::reused;
+use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Catalog, annotation_field};
 
 pub fn compared_with_the_live_lb(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
@@ -43,7 +43,7 @@ pub fn compared_with_the_live_lb(ctx: &Ctx, cat: &'static Catalog, out: &mut Fin
     };
     // The attributes the controller fixes at creation, compared with the live ones instead
     // (address type is `address-type-match`'s; NLB reads an absent ip-version as no wish).
-    for f in super::immutable::ALIBABA_FIXED {
+    for f in super::fixed::ALIBABA_FIXED {
         let error = if nlb { f.nlb } else { f.clb };
         let live = match f.suffix {
             "master-zoneid" => &lb.master_zone_id,

@@ -6,8 +6,9 @@ use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use super::process::{LogDecisions, ServerOptions, start};
-use super::{MAX_CONNECTIONS, MAX_INFLIGHT, REQUEST_TIMEOUT, devcert};
+use super::devcert;
+use super::process::{ServerOptions, start};
+use super::state::{LogDecisions, MAX_CONNECTIONS, MAX_INFLIGHT, REQUEST_TIMEOUT};
 use crate::config::Config;
 use crate::vocab::duration::parse_duration;
 

@@ -4,7 +4,7 @@ use k8s_openapi::api::core::v1::Service;
 use kube::Resource;
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 
-use super::App;
+use super::state::App;
 
 /// The API rejects notes over 1 kB: cut at a character boundary.
 fn short(mut note: String) -> String {
@@ -160,10 +160,123 @@ pub async fn exceptions_expired(
     }
 }
 
+/// The Event's name for one exception ignored for one set of reasons: the same on every
+/// replica (one Event however many run), a new one when the reasons change.
+pub fn ignored_event_name(exception: &str, reasons: &[String]) -> String {
+    // FNV-1a: stable across processes and versions, unlike std's hasher.
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in reasons.join("\n").bytes() {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    let suffix = format!(".ignored-{h:016x}");
+    let mut head = exception.to_string();
+    let room = 253 - suffix.len();
+    if head.len() > room {
+        head.truncate(room);
+        while head.ends_with(['.', '-']) {
+            head.pop();
+        }
+    }
+    head + &suffix
+}
+
+/// Logs each exception the config does not honour once, naming why, and (with a client:
+/// `exceptions.events`) records one Warning Event (`ExceptionIgnored`) on it; `announced`
+/// remembers which (namespace/name and the Event's name), only for exceptions still ignored.
+pub async fn exceptions_ignored(
+    client: Option<&kube::Client>,
+    ignored: &[crate::cluster::audit::Ignored],
+    announced: &mut std::collections::HashSet<String>,
+) {
+    use k8s_openapi::api::core::v1::ObjectReference;
+    use k8s_openapi::api::events::v1::Event as K8sEvent;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::{MicroTime, ObjectMeta};
+    use kube::api::{Api, PostParams};
+
+    use crate::vocab::exceptions::{GROUP, KIND, VERSION};
+    fn key(i: &crate::cluster::audit::Ignored) -> String {
+        format!(
+            "{}/{}@{}",
+            i.namespace,
+            i.name,
+            ignored_event_name(&i.name, &i.reasons)
+        )
+    }
+    let present: std::collections::HashSet<String> = ignored.iter().map(key).collect();
+    announced.retain(|k| present.contains(k));
+    let instance = std::env::var("POD_NAME").unwrap_or_else(|_| "lbguard".into());
+    let due: Vec<_> = ignored
+        .iter()
+        .filter(|i| !announced.contains(&key(i)))
+        .take(MAX_EVENTS_PER_ROUND)
+        .collect();
+    for i in due {
+        let why = i.reasons.join("; ");
+        tracing::warn!(namespace = %i.namespace, name = %i.name, reasons = %why, "LBGuardException covers nothing: the config does not honour it");
+        let Some(client) = client else {
+            announced.insert(key(i));
+            continue;
+        };
+        let event = K8sEvent {
+            metadata: ObjectMeta {
+                name: Some(ignored_event_name(&i.name, &i.reasons)),
+                namespace: Some(i.namespace.clone()),
+                ..Default::default()
+            },
+            event_time: Some(MicroTime(k8s_openapi::jiff::Timestamp::now())),
+            type_: Some("Warning".into()),
+            reason: Some("ExceptionIgnored".into()),
+            action: Some("Audit".into()),
+            note: Some(short(format!(
+                "{KIND} {}/{} covers nothing: {why}; fix it or delete it",
+                i.namespace, i.name
+            ))),
+            regarding: Some(ObjectReference {
+                api_version: Some(format!("{GROUP}/{VERSION}")),
+                kind: Some(KIND.into()),
+                namespace: Some(i.namespace.clone()),
+                name: Some(i.name.clone()),
+                ..Default::default()
+            }),
+            reporting_controller: Some("lbguard".into()),
+            reporting_instance: Some(instance.clone()),
+            ..Default::default()
+        };
+        let events: Api<K8sEvent> = Api::namespaced(client.clone(), &i.namespace);
+        match events.create(&PostParams::default(), &event).await {
+            // 409: another replica recorded it first.
+            Ok(_) => {
+                announced.insert(key(i));
+            }
+            Err(kube::Error::Api(status)) if status.code == 409 => {
+                announced.insert(key(i));
+            }
+            Err(err) => {
+                tracing::warn!(error = %err, namespace = %i.namespace, name = %i.name, "cannot record the ExceptionIgnored Event; retrying next round")
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use std::time::{Duration, UNIX_EPOCH};
+
+    #[test]
+    fn an_ignored_exception_s_event_name_follows_its_reasons() {
+        let why = vec!["spec.rules[0]: \"x\" cannot be exempted".to_string()];
+        let a = ignored_event_name("shop-x", &why);
+        assert_eq!(a, ignored_event_name("shop-x", &why));
+        assert!(
+            a.starts_with("shop-x.ignored-") && a.len() == "shop-x.ignored-".len() + 16,
+            "{a}"
+        );
+        assert_ne!(a, ignored_event_name("shop-x", &["other".to_string()]));
+        let long = ignored_event_name(&"a".repeat(253), &why);
+        assert!(long.len() <= 253, "{}", long.len());
+    }
 
     #[test]
     fn an_expiry_s_event_name_is_the_same_everywhere_and_a_valid_name() {

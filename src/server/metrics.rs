@@ -38,6 +38,11 @@ pub struct StateLabels {
 }
 
 #[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ReasonLabels {
+    pub reason: &'static str,
+}
+
+#[derive(Debug, Clone, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct KindLabels {
     pub kind: &'static str,
 }
@@ -72,6 +77,8 @@ pub struct Metrics {
     pub cache_age_seconds: Gauge,
     pub cached_services: Gauge,
     pub audit_violations: Family<AuditLabels, Gauge>,
+    /// Namespaces whose policy report a round could not write, by reason.
+    pub report_failures: Family<ReasonLabels, Counter>,
     pub reservation_conflicts: Counter,
     pub claims: crate::claims::ClaimMetrics,
     registry: Registry,
@@ -173,6 +180,12 @@ impl Metrics {
             "Violations found by the last audit, by rule, action and namespace",
             audit_violations.clone(),
         );
+        let report_failures = Family::<ReasonLabels, Counter>::default();
+        registry.register(
+            "policy_report_failures",
+            "Namespaces whose policy report an audit round could not write or remove, by reason (terminating, forbidden, conflict, not_found, invalid, timeout, unavailable, other); the others are written and it is tried again next round",
+            report_failures.clone(),
+        );
         registry.register(
             "reservation_conflicts",
             "Admissions denied because a concurrent admission took the same listener port",
@@ -251,6 +264,7 @@ impl Metrics {
             cache_age_seconds,
             cached_services,
             audit_violations,
+            report_failures,
             reservation_conflicts,
             inventory_reloads,
             inventory_reload_errors,

@@ -13,13 +13,14 @@ use tokio::net::TcpListener;
 
 use super::listen::{Listen, serve_tls};
 use super::metrics::{self, Metrics};
+use super::metrics_auth;
+use super::routes::{metrics_router, router};
+use super::state::{App, AppState, LogDecisions, MAX_CONNECTIONS, MAX_INFLIGHT, REQUEST_TIMEOUT};
 use super::tasks::{
     WATCH_RETRY_MAX, WATCH_RETRY_MIN, refresh_ccm_version, refresh_fleet, spawn_audit,
     spawn_ccm_refresh,
 };
 use super::tls::{self, ReloadingResolver};
-use super::{App, AppState, MAX_CONNECTIONS, MAX_INFLIGHT, REQUEST_TIMEOUT};
-use super::{metrics_auth, metrics_router, router};
 use crate::cluster::watch::{Kinds, Retry};
 use crate::config::Config;
 use crate::inventory::InventoryStore;
@@ -36,15 +37,6 @@ pub fn claims_namespace(config: &Config, client: &kube::Client) -> String {
                 .filter(|n| !n.is_empty())
         })
         .unwrap_or_else(|| client.default_namespace().to_string())
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, clap::ValueEnum)]
-pub enum LogDecisions {
-    /// Decisions with something to say at info; clean allows at debug.
-    #[default]
-    Findings,
-    /// Every decision at info.
-    All,
 }
 
 /// Everything `start` needs, so tests can run a real server in-process.

@@ -4,8 +4,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::events;
 use super::metrics;
-use super::{App, AppState, events};
+use super::state::{App, AppState};
 use crate::cluster::audit::audit;
 
 impl App {
@@ -70,24 +71,25 @@ impl App {
     }
 }
 
-/// `lbguard_exceptions{state}`: how many exceptions are active, about to expire, expired.
+/// `lbguard_exceptions{state}`: how many exceptions are active, about to expire (active
+/// ones), expired, and ignored (stored but not honoured by the config: they cover nothing).
 fn exceptions_metric(
     metrics: &metrics::Metrics,
     all: &[crate::engine::exceptions::Exception],
     config: &crate::config::Config,
     now: std::time::SystemTime,
 ) {
-    use crate::engine::exceptions::{EXPIRING_WITHIN, active, expired, expiring};
+    use crate::engine::exceptions::{EXPIRING_WITHIN, State, expiring, state};
+    let states: Vec<State> = all.iter().map(|e| state(e, config, now)).collect();
+    let count = |f: fn(&State) -> bool| states.iter().filter(|s| f(s)).count();
     let counts = [
-        (
-            "active",
-            all.iter().filter(|e| active(e, config, now)).count(),
-        ),
+        ("active", count(|s| *s == State::Active)),
         (
             "expiring",
             expiring(all, config, now, EXPIRING_WITHIN).len(),
         ),
-        ("expired", expired(all, now).len()),
+        ("expired", count(|s| *s == State::Expired)),
+        ("ignored", count(|s| matches!(s, State::Ignored(_)))),
     ];
     for (state, n) in counts {
         metrics
@@ -108,6 +110,8 @@ pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
     }
     tokio::spawn(async move {
         let mut announced = std::collections::HashSet::new();
+        let mut ignored_announced = std::collections::HashSet::new();
+        let mut reports_failing = std::collections::BTreeMap::new();
         let started = std::time::Instant::now();
         let mut tick = tokio::time::interval(every);
         tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
@@ -133,9 +137,30 @@ pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
                 let all = app.exceptions.snapshot();
                 events::exceptions_expired(client, all.all(), &mut announced).await;
             }
+            let events_on = app.config.exceptions.events;
+            let report = app.report.load_full();
+            events::exceptions_ignored(
+                client.as_ref().filter(|_| events_on),
+                &report.ignored_exceptions,
+                &mut ignored_announced,
+            )
+            .await;
             if let Some(client) = &client {
-                let report = app.report.load_full();
-                crate::cluster::reports::round(client, app.config.reports.api, &report).await;
+                let written = crate::cluster::reports::round(
+                    client,
+                    app.config.reports.api,
+                    &report,
+                    &mut reports_failing,
+                )
+                .await;
+                for f in written.iter().flat_map(|p| &p.failed) {
+                    app.metrics
+                        .report_failures
+                        .get_or_create(&metrics::ReasonLabels {
+                            reason: f.reason.as_str(),
+                        })
+                        .inc();
+                }
             }
         }
     });

@@ -8,10 +8,10 @@ use cel::{Context, Env, Program, Value};
 use serde_json::json;
 
 use super::{Export, export};
+use crate::vocab::action::Action;
 use crate::vocab::config::Config;
 use crate::vocab::ctx::Versions;
 use crate::vocab::input::Input;
-use crate::vocab::rule::Action;
 
 /// Kubernetes' CEL environment, as far as the exported CEL uses it: the standard library,
 /// its macros and the strings extension (`lowerAscii`, `split`, ...).
@@ -48,6 +48,33 @@ fn run(expr: &str, ctx: &Context) -> Value {
     compile(expr)
         .execute(ctx)
         .unwrap_or_else(|e| panic!("CEL fails at run time: {e:?}\n{expr}"))
+}
+
+/// The variables `expr` names (`variables.<name>`), outside string literals.
+fn references(expr: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in expr.char_indices() {
+        if let Some(q) = quote {
+            match c {
+                _ if escaped => escaped = false,
+                '\\' => escaped = true,
+                c if c == q => quote = None,
+                _ => {}
+            }
+            continue;
+        }
+        if c == '\'' || c == '"' {
+            quote = Some(c);
+        } else if let Some(after) = expr[i..].strip_prefix("variables.") {
+            let len = after
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(after.len());
+            out.push(&after[..len]);
+        }
+    }
+    out
 }
 
 /// What the API server would do with `input`: per exported rule, the messages of the
@@ -119,13 +146,36 @@ pub fn failures(
             out.push((rule, action, Vec::new()));
             continue;
         }
+        // The policy's variables, each evaluated once for the request, as the API server
+        // does; in rounds, each round those whose variables are known.
+        let mut pctx = ctx.new_inner_scope();
+        let mut values: HashMap<String, Value> = HashMap::new();
+        let mut pending: Vec<&k8s_openapi::api::admissionregistration::v1::Variable> =
+            spec.variables.iter().flatten().collect();
+        while !pending.is_empty() {
+            let ready = |e: &str| references(e).iter().all(|n| values.contains_key(*n));
+            let (now, later): (Vec<_>, Vec<_>) =
+                pending.into_iter().partition(|v| ready(&v.expression));
+            assert!(
+                !now.is_empty(),
+                "variables that name undefined ones: {later:?}"
+            );
+            let round: Vec<(String, Value)> = now
+                .iter()
+                .map(|v| (v.name.clone(), run(&v.expression, &pctx)))
+                .collect();
+            values.extend(round);
+            pctx.add_variable_from_value("variables", values.clone());
+            pending = later;
+        }
+        let ctx = &pctx;
         let mut failed = Vec::new();
         for v in spec.validations.iter().flatten() {
-            match run(&v.expression, &ctx) {
+            match run(&v.expression, ctx) {
                 Value::Bool(true) => {}
                 Value::Bool(false) => {
                     let msg = v.message_expression.as_deref().unwrap();
-                    match run(msg, &ctx) {
+                    match run(msg, ctx) {
                         Value::String(s) => failed.push(s.to_string()),
                         other => panic!("messageExpression gives {other:?}: {msg}"),
                     }

@@ -7,10 +7,12 @@
 //! written, and rules the config turns off or has nothing to check for (a version rule when
 //! the cluster is new enough). `export-vap --list` says which and why.
 
+pub mod apply;
 #[cfg(test)]
 pub mod eval;
 pub mod mutating;
 pub mod route;
+pub mod vars;
 
 use std::collections::BTreeMap;
 
@@ -25,11 +27,13 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
 
 use crate::providers::catalog;
 use crate::rules::registry;
+use crate::vocab::action::Action;
+use crate::vocab::catalog::Catalog;
 use crate::vocab::cel::{self, IS_LB, on};
 use crate::vocab::config::{Config, ProviderChoice};
 use crate::vocab::ctx::Versions;
-use crate::vocab::provider::{Catalog, Provider};
-use crate::vocab::rule::{Action, Check, Gate, Rule, Vap, VapCtx};
+use crate::vocab::provider::Provider;
+use crate::vocab::rule::{Check, Gate, Rule, Vap, VapCtx};
 
 /// One exported rule.
 #[derive(Debug, Clone)]
@@ -158,20 +162,27 @@ fn export_rule(
     };
     for cat in targets {
         let scope = crate::vocab::route::Scope::of(config);
+        // One variable each per policy: every check of the provider reads them.
         let applies_new = match (cat, fixed) {
-            (Some(c), false) => format!(
-                "({} || {}) && ({})",
-                detects(c, "object"),
-                detects(c, "oldObject"),
-                route::routed_to(c.provider, &scope)
+            (Some(c), false) => cel::shared(
+                &format!("{}_applies", c.provider),
+                &format!(
+                    "({} || {}) && ({})",
+                    detects(c, "object"),
+                    detects(c, "oldObject"),
+                    route::routed_to(c.provider, &scope)
+                ),
             ),
             _ => "true".into(),
         };
         let applies_old = match (cat, fixed) {
-            (Some(c), false) => format!(
-                "{} && {}",
-                detects(c, "oldObject"),
-                on(&route::served_by(c.provider, &scope), "oldObject")
+            (Some(c), false) => cel::shared(
+                &format!("old_{}_applies", c.provider),
+                &format!(
+                    "{} && {}",
+                    detects(c, "oldObject"),
+                    on(&route::served_by(c.provider, &scope), "oldObject")
+                ),
             ),
             _ => "true".into(),
         };
@@ -251,14 +262,20 @@ fn export_rule(
     })
 }
 
-/// One rule's policy (its match conditions as the engine gates it) and its binding.
+/// One rule's policy (its match conditions as the engine gates it) and its binding. What
+/// the validations share becomes the policy's variables.
 fn policy_and_binding(
     rule: &'static Rule,
     config: &Config,
     name: String,
-    validations: Vec<Validation>,
+    mut validations: Vec<Validation>,
     action: Action,
 ) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+    let mut vars = vars::Vars::default();
+    for v in &mut validations {
+        v.expression = vars.resolve(&v.expression);
+        v.message_expression = v.message_expression.as_deref().map(|m| vars.resolve(m));
+    }
     let labels = BTreeMap::from([
         (
             "app.kubernetes.io/managed-by".to_string(),
@@ -272,12 +289,16 @@ fn policy_and_binding(
         ..Default::default()
     };
     let ex = &config.exemptions;
-    // Rules that run on any update (finalizers) or delete (deletion protection) see every
-    // Service, as in the engine.
-    let mut conditions = vec![MatchCondition {
-        name: "served-by-provider".into(),
-        expression: route::ours(config),
-    }];
+    // Rules that run on any update (finalizers) see every Service the provider has a say
+    // on; deletion protection every Service that carries the mark, whatever serves it, as
+    // in the engine.
+    let mut conditions = Vec::new();
+    if rule.gate != Gate::Delete {
+        conditions.push(MatchCondition {
+            name: "served-by-provider".into(),
+            expression: route::ours(config),
+        });
+    }
     if !matches!(rule.gate, Gate::Update | Gate::Delete) {
         conditions.push(MatchCondition {
             name: "is-or-was-load-balancer".into(),
@@ -310,7 +331,8 @@ fn policy_and_binding(
                 }]),
                 ..Default::default()
             }),
-            match_conditions: Some(conditions),
+            match_conditions: (!conditions.is_empty()).then_some(conditions),
+            variables: (!vars.is_empty()).then(|| vars.into_variables()),
             validations: Some(validations),
             ..Default::default()
         }),
@@ -342,18 +364,34 @@ fn policy_and_binding(
     (policy, binding)
 }
 
-/// The policies and bindings as Kubernetes objects (JSON values with apiVersion and kind).
-pub fn objects(export: &Export) -> Vec<serde_json::Value> {
-    let mut out = Vec::new();
-    for e in &export.exported {
-        out.push(with_kind(&e.policy, "ValidatingAdmissionPolicy"));
-        out.push(with_kind(&e.binding, "ValidatingAdmissionPolicyBinding"));
-        if let Some((policy, binding)) = &e.advice {
+impl Exported {
+    /// Its objects: the policy and binding, and the advice policy and binding if any.
+    pub fn objects(&self) -> Vec<serde_json::Value> {
+        let mut out = vec![
+            with_kind(&self.policy, "ValidatingAdmissionPolicy"),
+            with_kind(&self.binding, "ValidatingAdmissionPolicyBinding"),
+        ];
+        if let Some((policy, binding)) = &self.advice {
             out.push(with_kind(policy, "ValidatingAdmissionPolicy"));
             out.push(with_kind(binding, "ValidatingAdmissionPolicyBinding"));
         }
+        out
     }
-    out
+
+    /// The largest of its objects' annotations once `kubectl apply` (client-side) added its
+    /// copy of the object: what the API server holds to `apply::ANNOTATIONS_LIMIT`.
+    pub fn applied_size(&self) -> usize {
+        self.objects()
+            .iter()
+            .map(apply::annotations_size)
+            .max()
+            .unwrap_or(0)
+    }
+}
+
+/// The policies and bindings as Kubernetes objects (JSON values with apiVersion and kind).
+pub fn objects(export: &Export) -> Vec<serde_json::Value> {
+    export.exported.iter().flat_map(Exported::objects).collect()
 }
 
 fn with_kind<T: serde::Serialize>(o: &T, kind: &str) -> serde_json::Value {

@@ -14,10 +14,11 @@ use std::collections::BTreeMap;
 use serde_json::{Value, json};
 
 use crate::providers::catalog;
+use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel::{self, IS_LB, on};
 use crate::vocab::config::{Config, Flavor, ProviderChoice};
 use crate::vocab::ctx::Versions;
-use crate::vocab::provider::{Catalog, Provider};
+use crate::vocab::provider::Provider;
 use crate::vocab::version::{Known, KubeVersion};
 
 /// The policy's name, and its binding's.
@@ -130,7 +131,7 @@ fn provider_applies(config: &Config, p: Provider) -> Option<String> {
 }
 
 fn present(cat: &Catalog, suffix: &str) -> String {
-    on(&cel::catalog_annotation(cat, suffix).present, "object")
+    on(&catalog_annotation(cat, suffix).present, "object")
 }
 
 /// The mutations, in the engine's order, and a row for every default the config can name.
@@ -283,7 +284,7 @@ pub fn export(config: &Config, versions: &Versions, api: Result<Api, String>) ->
     let mut conditions = vec![
         json!({
             "name": "is-load-balancer",
-            "expression": format!("object != null && {}", on(IS_LB, "object")),
+            "expression": cel::inline(&format!("object != null && {}", on(IS_LB, "object"))),
         }),
         json!({
             "name": "served-by-provider",
@@ -307,7 +308,7 @@ pub fn export(config: &Config, versions: &Versions, api: Result<Api, String>) ->
         .map(|m| {
             json!({
                 "patchType": "ApplyConfiguration",
-                "applyConfiguration": {"expression": m.expression},
+                "applyConfiguration": {"expression": cel::inline(&m.expression)},
             })
         })
         .collect();

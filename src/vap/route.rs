@@ -4,9 +4,10 @@
 
 use crate::vocab::cel::{self, IS_LB, on};
 use crate::vocab::config::Config;
+use crate::vocab::controller::Controller;
 use crate::vocab::provider::Provider;
 use crate::vocab::route::{
-    ALIBABA_CLASS_ANNOTATION, ALIBABA_TUNNEL_ANNOTATION, Controller, Scope, builtin_classes,
+    ALIBABA_CLASS_ANNOTATION, ALIBABA_TUNNEL_ANNOTATION, Scope, builtin_classes,
 };
 
 /// CEL over `$s` (a LoadBalancer): a controller of `p` takes it.
@@ -58,7 +59,8 @@ fn routed(ps: &[Provider], scope: &Scope) -> String {
 /// the engine checks (`engine::not_ours` is `None`).
 pub fn ours(config: &Config) -> String {
     let scope = Scope::of(config);
-    routed(scope.providers(), &scope)
+    // A match condition reads no variables: written out.
+    cel::inline(&routed(scope.providers(), &scope))
 }
 
 #[cfg(test)]

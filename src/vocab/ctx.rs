@@ -20,6 +20,9 @@ pub struct LbUser {
     pub ports: Vec<(i32, Family, &'static str)>,
     /// Huawei `skip-managed-listener: "true"`.
     pub skip_listener: bool,
+    /// The cloud controller makes listeners for its ports on this load balancer (ACK: only
+    /// with `force-override-listeners: "true"` on a reused one).
+    pub makes_listeners: bool,
     /// Huawei `elb.pass-through` value.
     pub pass_through: Option<String>,
     /// Admitted but not yet seen by the watch: held until this instant.
@@ -145,7 +148,7 @@ impl<'a> Ctx<'a> {
 
     /// The controller of `p` that takes this request's Service: the new object's, or on a
     /// change away from LoadBalancer (or a delete) the live one's.
-    pub fn controller(&self, p: Provider) -> Option<super::route::Controller> {
+    pub fn controller(&self, p: Provider) -> Option<super::controller::Controller> {
         let classes = &self.config.load_balancer_classes;
         self.new
             .and_then(|s| super::route::controller(p, s, classes))
@@ -164,7 +167,7 @@ impl<'a> Ctx<'a> {
 
     /// ACK's NLB controller takes the Service.
     pub fn is_nlb(&self, p: Provider) -> bool {
-        self.controller(p) == Some(super::route::Controller::Nlb)
+        self.controller(p) == Some(super::controller::Controller::Nlb)
     }
 
     /// True when the request comes from the cloud controller (config `ccm.users/groups`).

@@ -77,6 +77,9 @@ pub struct ServicesSpec {
 pub struct ExceptionSpec {
     pub services: ServicesSpec,
     pub rules: Vec<String>,
+    /// `listener-port-unique`: the Services (`namespace/name`) the covered ones may share a
+    /// listener port with, besides those `services.names` lists.
+    pub shares_with: Vec<String>,
     pub reason: String,
     /// RFC 3339, as the object carries it.
     pub expires: String,
@@ -168,13 +171,25 @@ impl Exception {
         self.expires_at
     }
 
-    /// Whether its selector (when it has one) matches these labels.
+    /// Whether its selector (when it has one) matches these labels. A selector the API
+    /// server would refuse selects nothing: it is never read as a wider one.
     pub fn selects(&self, labels: &BTreeMap<String, String>) -> bool {
         use kube::core::SelectorExt;
         let Some(sel) = &self.spec.services.selector else {
             return false;
         };
-        kube::core::Selector::try_from(sel.clone()).is_ok_and(|s| s.matches(labels))
+        super::labels::selector_problems(sel, "").is_empty()
+            && kube::core::Selector::try_from(sel.clone()).is_ok_and(|s| s.matches(labels))
+    }
+
+    /// Whether it names `namespace/name`: in `services.names` (its own namespace) or in
+    /// `sharesWith`. A selector never names a Service.
+    pub fn names(&self, namespace: &str, name: &str) -> bool {
+        (self.namespace == namespace && self.spec.services.names.iter().any(|n| n == name))
+            || self.spec.shares_with.iter().any(|s| {
+                s.split_once('/')
+                    .is_some_and(|(ns, n)| ns == namespace && n == name)
+            })
     }
 }
 
@@ -261,6 +276,44 @@ mod tests {
         let mut none = e.clone();
         none.spec.services.selector = None;
         assert!(!none.selects(&labels("app", "web")));
+    }
+
+    /// `{key: tier, operator: Exists, values: [only-this]}` would act as plain Exists and
+    /// cover `tier=something-else`: it selects nothing instead.
+    #[test]
+    fn a_selector_kubernetes_would_refuse_selects_nothing() {
+        let labels = |k: &str, v: &str| BTreeMap::from([(k.to_string(), v.to_string())]);
+        let with = |sel: serde_json::Value| {
+            Exception::from_value(&json!({"apiVersion": "lbguard.io/v1alpha1",
+                "kind": "LBGuardException", "metadata": {"name": "x"},
+                "spec": {"services": {"selector": sel}}}))
+            .unwrap()
+            .unwrap()
+        };
+        let wide = with(
+            json!({"matchExpressions": [{"key": "tier", "operator": "Exists", "values": ["only-this"]}]}),
+        );
+        assert!(!wide.selects(&labels("tier", "something-else")));
+        assert!(!wide.selects(&labels("tier", "only-this")));
+        let plain = with(json!({"matchExpressions": [{"key": "tier", "operator": "Exists"}]}));
+        assert!(plain.selects(&labels("tier", "something-else")));
+        let never = with(json!({"matchLabels": {"not a key": "x"}}));
+        assert!(!never.selects(&labels("not a key", "x")));
+    }
+
+    #[test]
+    fn it_names_services_of_its_namespace_and_those_it_shares_with() {
+        let e = Exception::from_value(&json!({"apiVersion": "lbguard.io/v1alpha1",
+            "kind": "LBGuardException", "metadata": {"name": "x", "namespace": "a"},
+            "spec": {"services": {"names": ["holder"], "selector": {"matchLabels": {"app": "web"}}},
+                     "sharesWith": ["b/joiner"]}}))
+        .unwrap()
+        .unwrap();
+        assert!(e.names("a", "holder"));
+        assert!(!e.names("b", "holder"), "names are of its own namespace");
+        assert!(e.names("b", "joiner"));
+        assert!(!e.names("a", "joiner"));
+        assert!(!e.names("a", "web"));
     }
 
     #[test]

@@ -3,33 +3,10 @@
 //! annotations). A Service no controller of the provider takes is not lbguard's: no rule,
 //! default, claim or report entry.
 
-use std::collections::BTreeMap;
-
-use serde::{Deserialize, Serialize};
-
 use super::config::{Config, ProviderChoice};
+use super::controller::{Classes, Controller};
 use super::provider::Provider;
 use super::service::Svc;
-
-/// The controller of a provider that reconciles a Service, and so the vocabulary its
-/// annotations are read in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Controller {
-    /// The provider's default controller: ACK's CLB, CTyun's, CCE's and VKE's.
-    Default,
-    /// ACK's NLB controller (`nlbv2`).
-    Nlb,
-}
-
-impl Controller {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Controller::Default => "default",
-            Controller::Nlb => "nlb",
-        }
-    }
-}
 
 /// ACK's NLB class (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:
 /// pkg/controller/helper/service_utils.go:36).
@@ -55,11 +32,6 @@ pub const ALIBABA_CLASS_ANNOTATION: &str = "service.beta.kubernetes.io/class";
 /// Service; service_utils.go:32, :108, :203-210).
 pub const ALIBABA_TUNNEL_ANNOTATION: &str =
     "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-tunnel-type";
-
-/// Classes an operator runs besides the built-in ones: `loadBalancerClasses` in the config,
-/// class name to the controller that takes it (for the configured provider, or each
-/// provider under `auto`).
-pub type Classes = BTreeMap<String, Controller>;
 
 /// The controller of `p` that takes `svc`, or `None` when none does (not a LoadBalancer,
 /// or a class another implementation serves).
@@ -165,6 +137,7 @@ mod tests {
     use super::*;
     use k8s_openapi::api::core::v1::Service;
     use rstest::rstest;
+    use std::collections::BTreeMap;
 
     fn svc(class: Option<&str>, annotations: &[(&str, &str)], type_: &str) -> Service {
         serde_json::from_value(serde_json::json!({

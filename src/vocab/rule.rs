@@ -1,9 +1,11 @@
 //! What a rule is: its metadata, when it runs and what its findings do.
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
+use super::action::Action;
+use super::catalog::Catalog;
 use super::ctx::{Ctx, Findings};
-use super::provider::{Catalog, Provider};
+use super::provider::Provider;
 
 /// A per-provider rule: `rule!(id, providers, class, gate, default, title, source, check, vap)`.
 macro_rules! rule {
@@ -13,7 +15,7 @@ macro_rules! rule {
             providers: $providers,
             class: $crate::vocab::rule::Class::$class,
             gate: $crate::vocab::rule::Gate::$gate,
-            default: $crate::vocab::rule::Action::$default,
+            default: $crate::vocab::action::Action::$default,
             title: $title,
             source: $source,
             check: $crate::vocab::rule::Check::PerProvider($check),
@@ -22,25 +24,6 @@ macro_rules! rule {
     };
 }
 pub(crate) use rule;
-
-/// What a rule's findings do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Action {
-    Deny,
-    Warn,
-    Off,
-}
-
-impl Action {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Action::Deny => "deny",
-            Action::Warn => "warn",
-            Action::Off => "off",
-        }
-    }
-}
 
 /// The catalog's rule classes: what a rule needs to decide.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]

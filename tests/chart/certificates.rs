@@ -57,14 +57,8 @@ fn default_install_wires_both_webhooks_to_the_service() {
     );
     assert_eq!(
         rule.operations.as_deref(),
-        Some(
-            &[
-                "CREATE".to_string(),
-                "UPDATE".to_string(),
-                "DELETE".to_string()
-            ][..]
-        ),
-        "DELETE by default, for deletion protection"
+        Some(&["CREATE".to_string(), "UPDATE".to_string()][..]),
+        "DELETE goes to deletion-protection.lbguard.io"
     );
     for sel in [
         v.namespace_selector.as_ref().unwrap(),

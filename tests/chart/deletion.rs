@@ -1,57 +1,69 @@
-//! Deletion protection: DELETE registered by default, sent only for a marked Service.
+//! Deletion protection: a webhook of its own for DELETE, registered by default, sent for a
+//! marked Service whatever its type (the mark is on the Service), and for nothing else.
 
 use super::*;
 
-/// DELETE is registered by default, sent only for a Service carrying the configured mark,
-/// and not at all without a mark or with protectDeletion off.
+/// DELETE is registered by default, on a webhook of its own, sent only for a Service carrying
+/// the configured mark (a ClusterIP Service too, and one of another load balancer class), and
+/// not at all without a mark or with protectDeletion off. The checking webhook gets no DELETE.
 #[test]
 fn delete_is_sent_only_for_protected_services() {
-    let webhook = |values: Value| {
-        render(values).kind("ValidatingWebhookConfiguration")[0]["webhooks"][0].clone()
+    let hooks = |values: Value| {
+        render(values).kind("ValidatingWebhookConfiguration")[0]["webhooks"]
+            .as_array()
+            .unwrap()
+            .clone()
     };
-    let w = webhook(json!({}));
+    let named = |hooks: &[Value], name: &str| hooks.iter().find(|w| w["name"] == name).cloned();
+    let all = hooks(json!({}));
+    let validate = named(&all, "validate.lbguard.io").unwrap();
     assert_eq!(
-        w["rules"][0]["operations"],
-        json!(["CREATE", "UPDATE", "DELETE"])
+        validate["rules"][0]["operations"],
+        json!(["CREATE", "UPDATE"])
     );
-    let cond = w["matchConditions"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "delete-only-if-protected")
-        .expect("a condition for DELETE");
-    let expr = cond["expression"].as_str().unwrap();
-    // What the API server decides with it: only a DELETE of a marked Service is sent.
-    let sent = |op: &str, annotations: Value| {
-        let old = json!({"metadata": {"name": "web", "annotations": annotations}, "spec": {"type": "LoadBalancer"}});
+    let w = named(&all, "deletion-protection.lbguard.io").expect("a webhook for DELETE");
+    assert_eq!(w["rules"][0]["operations"], json!(["DELETE"]));
+    assert_eq!(w["clientConfig"]["service"]["path"], "/validate");
+    assert_eq!(w["sideEffects"], "None");
+    let conditions = w["matchConditions"].as_array().unwrap();
+    assert_eq!(conditions.len(), 1, "only the mark decides: {conditions:?}");
+    let expr = conditions[0]["expression"].as_str().unwrap();
+    // What the API server decides with it: only a DELETE of a marked Service is sent,
+    // whatever its type or class.
+    let sent = |spec: Value, annotations: Value| {
+        let old = json!({"metadata": {"name": "web", "annotations": annotations}, "spec": spec});
         let mut ctx = cel::Context::default();
         ctx.add_variable("oldObject", cel::to_value(&old).unwrap())
             .unwrap();
-        ctx.add_variable("request", cel::to_value(json!({"operation": op})).unwrap())
-            .unwrap();
+        ctx.add_variable(
+            "request",
+            cel::to_value(json!({"operation": "DELETE"})).unwrap(),
+        )
+        .unwrap();
         cel::Program::compile(expr).unwrap().execute(&ctx).unwrap() == cel::Value::Bool(true)
     };
+    let marked = json!({"lbguard.io/deletion-protection": "true"});
+    let lb = json!({"type": "LoadBalancer"});
+    assert!(sent(lb.clone(), marked.clone()));
+    assert!(sent(json!({"type": "ClusterIP"}), marked.clone()));
     assert!(sent(
-        "DELETE",
-        json!({"lbguard.io/deletion-protection": "true"})
+        json!({"type": "LoadBalancer", "loadBalancerClass": "metallb.io/metallb"}),
+        marked
     ));
     assert!(!sent(
-        "DELETE",
+        lb.clone(),
         json!({"lbguard.io/deletion-protection": "false"})
     ));
-    assert!(!sent("DELETE", json!({"example.com/other": "true"})));
-    assert!(sent("UPDATE", json!({})));
+    assert!(!sent(lb, json!({"example.com/other": "true"})));
     assert!(
         expr.contains("oldObject.metadata.annotations['lbguard.io/deletion-protection'] == 'true'"),
         "{expr}"
     );
-    let w = webhook(
+    let all = hooks(
         json!({"config": {"deletionProtection": {"annotation": null, "label": "example.com/keep"}}}),
     );
-    let expr = w["matchConditions"].as_array().unwrap().last().unwrap()["expression"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let w = named(&all, "deletion-protection.lbguard.io").unwrap();
+    let expr = w["matchConditions"][0]["expression"].as_str().unwrap();
     assert!(
         expr.contains("oldObject.metadata.labels['example.com/keep']")
             && !expr.contains("annotations"),
@@ -61,15 +73,11 @@ fn delete_is_sent_only_for_protected_services() {
         json!({"webhook": {"protectDeletion": false}}),
         json!({"config": {"deletionProtection": {"annotation": null, "label": null}}}),
     ] {
-        let w = webhook(values.clone());
-        assert_eq!(
-            w["rules"][0]["operations"],
-            json!(["CREATE", "UPDATE"]),
-            "{values}"
-        );
+        let all = hooks(values.clone());
         assert!(
-            !w["matchConditions"].to_string().contains("DELETE"),
+            named(&all, "deletion-protection.lbguard.io").is_none(),
             "{values}"
         );
+        assert!(!Value::from(all).to_string().contains("DELETE"), "{values}");
     }
 }

@@ -24,7 +24,7 @@ fn helm(action: &str, values: &Value) -> Value {
     let out = Command::new("python3")
         .args([HELPER, action, CHART, &values.to_string(), NS])
         .output()
-        .expect("python3 runs (scripts/test installs helm-python-sdk)");
+        .expect("python3 runs (scripts/venv installs helm-python-sdk in target/venv: put its bin/ first on PATH)");
     assert!(
         out.status.success(),
         "{}",
@@ -141,5 +141,7 @@ mod cloud;
 mod deletion;
 mod exceptions;
 mod monitoring;
+mod notes;
+mod permissions;
 mod vap;
 mod workload;

@@ -43,10 +43,11 @@ fn options_change_the_webhooks() {
     );
     let w = &r.kind("ValidatingWebhookConfiguration")[0]["webhooks"][0];
     assert!(w.get("matchConditions").is_none());
-    assert_eq!(
-        w["rules"][0]["operations"],
-        json!(["CREATE", "UPDATE", "DELETE"])
-    );
+    assert_eq!(w["rules"][0]["operations"], json!(["CREATE", "UPDATE"]));
+    let d = &r.kind("ValidatingWebhookConfiguration")[0]["webhooks"][1];
+    assert_eq!(d["name"], "deletion-protection.lbguard.io");
+    assert!(d.get("matchConditions").is_none());
+    assert_eq!(d["rules"][0]["operations"], json!(["DELETE"]));
     assert_eq!(w["failurePolicy"], "Ignore");
     assert!(
         w["namespaceSelector"]["matchExpressions"][0]["values"]
@@ -398,4 +399,21 @@ fn ccm_version_auto_may_get_the_controller_workload_only() {
     assert!(ccm_role(&r).is_empty());
     let report = helm("lint", &json!({"config": {"ccm": {"version": "auto"}}}));
     assert_eq!(report["errors"], json!([]), "{report}");
+}
+
+/// The image has no default command: the pods run `serve` because the chart says so, with
+/// arguments `lbguard serve` accepts.
+#[test]
+fn the_pods_run_serve_with_arguments_lbguard_accepts() {
+    use clap::Parser;
+    let r = render(json!({}));
+    let dep: Deployment = r.one("Deployment");
+    let pod = dep.spec.unwrap().template.spec.unwrap();
+    let container = &pod.containers[0];
+    assert!(container.command.is_none(), "the image's entrypoint runs");
+    let args = container.args.clone().unwrap_or_default();
+    assert_eq!(args.first().map(String::as_str), Some("serve"), "{args:?}");
+    let cli = lbguard::cli::Cli::try_parse_from(std::iter::once("lbguard".to_string()).chain(args))
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert!(matches!(cli.command, lbguard::cli::Command::Serve(_)));
 }

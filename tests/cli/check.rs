@@ -50,9 +50,10 @@ fn examples_bad_are_denied_by_their_rule_and_good_are_allowed() {
         doc["summary"]["checked"].as_u64().unwrap() as usize,
         results.len()
     );
-    // The config, the inventory and the tutorial's chart values are not Kubernetes objects;
-    // the state has a Node and an Ingress.
-    assert_eq!(doc["summary"]["skipped"], 5);
+    // The state has a Node and an Ingress; the config, the inventory and the tutorial's
+    // chart values are not Kubernetes objects.
+    assert_eq!(doc["summary"]["skipped"], 2);
+    assert_eq!(doc["summary"]["ignored"], 3);
 }
 
 /// Each `bad-annotation-ccm-version-*` example, checked at a version below what its
@@ -128,7 +129,17 @@ fn json_shape_matches_the_contract() {
     assert!(r["defaults"].is_array());
     assert_eq!(
         doc["summary"],
-        serde_json::json!({"checked": 1, "skipped": 0, "foreign": 0, "denied": 1, "warned": 0, "exempted": 0})
+        serde_json::json!({"checked": 1, "skipped": 0, "ignored": 0, "foreign": 0, "denied": 1, "warned": 0, "exempted": 0})
+    );
+    // What could not be checked, and what was skipped and why (with the rules that did not
+    // run for lack of an inventory).
+    assert_eq!(doc["errors"], serde_json::json!([]));
+    assert!(
+        doc["notes"][0]
+            .as_str()
+            .unwrap()
+            .contains("no inventory was given"),
+        "{doc}"
     );
 }
 
@@ -266,7 +277,6 @@ fn bad_input_exits_two_with_a_clear_message() {
             "apiVersion: v1\nkind: Service\nmetadata:\n  name: a\n  annotations:\n    kubernetes.io/elb.class: 5\n",
             "metadata.annotations.kubernetes.io/elb.class: invalid type: integer `5`",
         ),
-        ("- just\n- a list\n", "not a Kubernetes object"),
         (
             "apiVersion: v1\nkind: Service\nmetadata: {name: a}\nspec: {ports: [{port: eighty}]}\n",
             "spec.ports[0].port",
@@ -313,17 +323,29 @@ fn usage_and_io_errors_exit_two() {
 }
 
 /// A Service that reuses a load balancer, checked without an inventory, is allowed by the
-/// inventory rules only because they did not run: the text output says so, and stops saying
-/// it once the inventory is given.
+/// inventory rules only because they did not run: the text output says which (those of the
+/// Services' providers; `lb-exists` only with the cloud), and stops once the inventory is given.
 #[test]
 fn check_says_when_the_inventory_rules_did_not_run() {
     let file = "examples/inventory/deny-address-type-match.yaml";
     let out = lbguard(&["check", file], None);
     assert_eq!(out.status.code(), Some(0));
     let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        text.lines().last().unwrap_or_default(),
+        "1 Service(s) reuse a load balancer, but no inventory was given: address-type-match, reuse-user-created-only, reuse-same-vpc, cross-cluster-name-clash did not run (--inventory FILE or --inventory-cloud); lb-exists did not run (--inventory-cloud: only the cloud can say a load balancer does not exist)",
+        "{text}"
+    );
+    // Only the rules of the Services' provider: Volcengine has neither address-type-match
+    // nor the VPC rule.
+    let out = lbguard(
+        &["check", "examples/volcengine/good-reuse-id-only.yaml"],
+        None,
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
     assert!(
-        text.lines().last().unwrap_or_default().starts_with(
-            "1 Service(s) reuse a load balancer, but no inventory was given (--inventory FILE or --inventory-cloud): lb-exists, address-type-match,"
+        text.lines().last().unwrap_or_default().ends_with(
+            "no inventory was given: reuse-user-created-only did not run (--inventory FILE or --inventory-cloud); lb-exists did not run (--inventory-cloud: only the cloud can say a load balancer does not exist)"
         ),
         "{text}"
     );

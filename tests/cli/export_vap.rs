@@ -133,3 +133,55 @@ fn export_vap_list_ids_json_and_bad_input() {
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("no-such-rule"));
 }
+
+/// `--list` gives each exported rule's size as client-side `kubectl apply` stores it, and
+/// says what the API server does about CEL cost; a policy too big for that gets a warning.
+#[test]
+fn export_vap_list_gives_sizes_and_warns_when_apply_cannot_store_one() {
+    let out = lbguard(&["export-vap", "--list"], None);
+    let text = String::from_utf8_lossy(&out.stdout);
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("annotation-format "))
+        .unwrap();
+    let kib: f64 = row
+        .split("kubectl apply: ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("{row}"));
+    assert!((50.0..200.0).contains(&kib), "{row}");
+    assert!(text.contains("the API server estimates none"), "{text}");
+    assert!(stderr(&out).is_empty(), "{}", stderr(&out));
+    // Thousands of load balancer classes make every policy's "served by" variable huge.
+    let dir = tempfile::tempdir().unwrap();
+    let classes: Vec<String> = (0..8000)
+        .map(|i| format!("  example.com/class-{i:05}: default"))
+        .collect();
+    let config = dir.path().join("config.yaml");
+    std::fs::write(
+        &config,
+        format!(
+            "provider: alibaba\nloadBalancerClasses:\n{}\n",
+            classes.join("\n")
+        ),
+    )
+    .unwrap();
+    let flag = format!("--config={}", config.display());
+    let out = lbguard(
+        &["export-vap", &flag, "--rules", "address-type-value"],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let warned = stderr(&out);
+    assert!(
+        warned.contains("address-type-value") && warned.contains("kubectl apply --server-side"),
+        "{warned}"
+    );
+    let out = lbguard(&["export-vap", &flag, "--list"], None);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("too big for client-side apply"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+}

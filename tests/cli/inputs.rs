@@ -159,6 +159,8 @@ fn cluster_state_nodes_and_ingresses_feed_the_huawei_rules() {
     assert!(text.contains("Ingress shop/storefront"), "{text}");
 }
 
+/// The benchmark binary is built with `--features bench` (scripts/test does).
+#[cfg(feature = "bench")]
 #[test]
 fn benchmarks_run_and_report_json() {
     let bench = env!("CARGO_BIN_EXE_lbguard-bench");

@@ -32,5 +32,6 @@ fn stderr(out: &Output) -> String {
 mod check;
 mod export_vap;
 mod inputs;
+mod mixed;
 mod output;
 mod serve;

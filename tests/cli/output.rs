@@ -250,3 +250,27 @@ fn rules_prints_a_header() {
         text.lines().next().unwrap().find(" DEFAULT")
     );
 }
+
+/// `rules --sources` names the provider documents, in text as in Markdown: the numbers
+/// lbguard keeps for them are explained nowhere a reader looks.
+#[test]
+fn rules_sources_name_the_documents() {
+    for args in [
+        &["rules", "--sources"][..],
+        &["rules", "--sources", "--markdown"],
+    ] {
+        let out = lbguard(args, None);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            text.contains("lb-id-immutable: ") || text.contains("### `lb-id-immutable`"),
+            "{text}"
+        );
+        assert!(
+            text.contains("CTyun's guide to LoadBalancer Services (Chinese)"),
+            "{args:?}"
+        );
+        for bare in ["000/001", " 000,", " 001,", " 002 ", " 004 ", "seed 00"] {
+            assert!(!text.contains(bare), "{args:?} prints {bare:?}");
+        }
+    }
+}

@@ -307,32 +307,54 @@ pub async fn run(env: &mut Env) {
     }
 }
 
-/// DELETE goes through validation: a Service marked for deletion protection cannot be
-/// deleted until the mark is removed.
-pub async fn deletion_protection(env: &mut Env) {
+/// Services that carry the deletion-protection mark: a LoadBalancer, a ClusterIP Service and
+/// one another load balancer implementation serves. The mark is on the Service, so every path
+/// (the chart's webhook, the exported policy) protects all three.
+pub fn marked_services(namespace: &str) -> Vec<Value> {
+    let svc = |name: &str, spec: Value| {
+        json!({
+            "apiVersion": "v1", "kind": "Service",
+            "metadata": {"name": name, "namespace": namespace, "annotations": {
+                "lbguard.io/deletion-protection": "true",
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}},
+            "spec": spec,
+        })
+    };
+    vec![
+        svc(
+            "kept",
+            json!({"type": "LoadBalancer", "ports": [{"port": 80}]}),
+        ),
+        svc(
+            "kept-cluster-ip",
+            json!({"type": "ClusterIP", "ports": [{"port": 80}]}),
+        ),
+        svc(
+            "kept-metallb",
+            json!({"type": "LoadBalancer", "loadBalancerClass": "metallb.io/metallb", "ports": [{"port": 80}]}),
+        ),
+    ]
+}
+
+/// Creates `svc`, checks that its DELETE is denied by `deletion-protection` (from `who`,
+/// the webhook or the policy), removes the mark and deletes it.
+pub async fn protected_until_unmarked(env: &Env, mut svc: Value, who: &str) {
     let admin = &env.admin[0];
-    plane::namespace(admin, "protected").await;
-    let mut svc = json!({
-        "apiVersion": "v1", "kind": "Service",
-        "metadata": {"name": "kept", "namespace": "protected", "annotations": {
-            "lbguard.io/deletion-protection": "true",
-            "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type": "intranet"}},
-        "spec": {"type": "LoadBalancer", "ports": [{"port": 80}]},
-    });
+    let what = svc["metadata"]["name"].as_str().unwrap().to_string();
     let stored = call(admin, "POST", &collection(&svc), Some(&svc))
         .await
         .expect_ok("create");
     let got = call(&env.admin[1], "DELETE", &object_path(&svc), None).await;
-    assert_eq!(got.status, 403, "{}", got.body);
+    assert_eq!(got.status, 403, "{what}: {}", got.body);
     assert_eq!(
         rule_ids([&got.message()]),
         BTreeSet::from(["deletion-protection".to_string()]),
-        "{}",
+        "{what}: {}",
         got.message()
     );
     assert!(
-        got.message().contains("lbguard.io/deletion-protection"),
-        "{}",
+        got.message().contains("lbguard.io/deletion-protection") && got.message().contains(who),
+        "{what}: {}",
         got.message()
     );
     svc["metadata"]["annotations"]
@@ -346,4 +368,19 @@ pub async fn deletion_protection(env: &mut Env) {
     call(&env.admin[1], "DELETE", &object_path(&svc), None)
         .await
         .expect_ok("delete after unmarking");
+}
+
+/// DELETE goes through validation: a Service marked for deletion protection cannot be
+/// deleted until the mark is removed, whatever its type or load balancer implementation;
+/// the chart sends those DELETEs to a webhook of their own.
+pub async fn deletion_protection(env: &mut Env) {
+    plane::namespace(&env.admin[0], "protected").await;
+    for svc in marked_services("protected") {
+        protected_until_unmarked(
+            env,
+            svc,
+            "admission webhook \"deletion-protection.lbguard.io\"",
+        )
+        .await;
+    }
 }

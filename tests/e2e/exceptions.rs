@@ -1,7 +1,10 @@
 //! LBGuardExceptions on the real API server: RBAC decides who may create one, lbguard checks
 //! it against the config, it lets one Service through for one rule with a warning, the
 //! listener claim is still taken, another namespace's exception covers nothing, and at its
-//! expiry the denial, the report's `fail` and an Event come back.
+//! expiry the denial, the report's `fail` and an Event come back. A shared port is shared
+//! pairwise only (a third Service, or one of another namespace, naming itself is denied); a
+//! selector is exactly as wide as written; a stored exception the config does not honour
+//! covers nothing and says so (`/report`, the metric, an Event).
 
 use std::time::{Duration, SystemTime};
 
@@ -308,7 +311,253 @@ pub async fn run(env: &mut Env) {
         "{:#?}",
         r.warnings
     );
+    pairwise(env, &alice, soon).await;
+    ignored(env, &alice, soon).await;
     for ns in [NS, OTHER] {
         let _ = call(&admin, "DELETE", &format!("/api/v1/namespaces/{ns}"), None).await;
     }
+}
+
+/// `first` and `second` share port 80 through `share`, which names both. A third Service
+/// whose exception names itself and both of them is denied (theirs does not name it), and
+/// so is a Service of another namespace; once `share` names it (namespace included), it
+/// joins.
+async fn pairwise(env: &Env, alice: &kube::Client, soon: SystemTime) {
+    let admin = &env.admin[0];
+    let mut third_exc = exception(
+        NS,
+        "third",
+        &["third"],
+        &["listener-port-unique"],
+        &at(soon),
+    );
+    third_exc["spec"]["sharesWith"] = json!([format!("{NS}/first"), format!("{NS}/second")]);
+    post(alice, &third_exc)
+        .await
+        .expect_ok("the third Service's exception");
+    let mut joiner_exc = exception(
+        OTHER,
+        "joiner",
+        &["joiner"],
+        &["listener-port-unique"],
+        &at(soon),
+    );
+    joiner_exc["spec"]["sharesWith"] = json!([format!("{NS}/first"), format!("{NS}/second")]);
+    post(admin, &joiner_exc)
+        .await
+        .expect_ok("the other namespace's exception");
+    let third = service("third", false);
+    let mut joiner = service("joiner", false);
+    joiner["metadata"]["namespace"] = json!(OTHER);
+    // Give the watch time to see both exceptions: the answer must not change once it has.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    for s in [&third, &joiner] {
+        let r = post(admin, s).await;
+        assert!(
+            denied_by(&r, "listener-port-unique"),
+            "{}: {}",
+            s["metadata"]["name"],
+            r.body
+        );
+        assert!(
+            r.message().contains(&format!("{NS}/first"))
+                || r.message().contains(&format!("{NS}/second")),
+            "{}",
+            r.body
+        );
+    }
+    // `share` (first and second's) names the joiner too: now each names the other.
+    let live = call(
+        admin,
+        "GET",
+        &format!("{}/share", collection(&third_exc)),
+        None,
+    )
+    .await
+    .expect_ok("get share")
+    .body;
+    let mut share = live.clone();
+    share["spec"]["sharesWith"] = json!([format!("{OTHER}/joiner")]);
+    call(
+        alice,
+        "PUT",
+        &format!("{}/share", collection(&third_exc)),
+        Some(&share),
+    )
+    .await
+    .expect_ok("share names the joiner");
+    let r = eventually(
+        Duration::from_secs(20),
+        "the joiner shares once both sides name each other",
+        || async {
+            let r = post(admin, &joiner).await;
+            r.ok().then_some(r)
+        },
+    )
+    .await;
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.starts_with("[listener-port-unique]")
+                && w.contains(&format!("allowed by LBGuardException {OTHER}/joiner"))),
+        "{:#?}",
+        r.warnings
+    );
+    let r = post(admin, &third).await;
+    assert!(
+        denied_by(&r, "listener-port-unique"),
+        "still denied: {}",
+        r.body
+    );
+}
+
+/// A selector is exactly as wide as written: `Exists` with values is refused at admission.
+/// An exception stored under the config that the config no longer honours (`maxDays`
+/// lowered below its span) covers nothing, and `/report`, the metric and one Event on it
+/// say why.
+async fn ignored(env: &mut Env, alice: &kube::Client, soon: SystemTime) {
+    let admin = env.admin[0].clone();
+    let mut wide = exception(NS, "wide", &[], &["address-type-value"], &at(soon));
+    wide["spec"]["services"] = json!({"selector": {"matchExpressions": [
+        {"key": "tier", "operator": "Exists", "values": ["only-this"]}]}});
+    let r = post(alice, &wide).await;
+    assert!(
+        r.status == 422 && r.message().contains("not allowed with operator Exists"),
+        "{}",
+        r.body
+    );
+
+    let twenty_days = SystemTime::now() + Duration::from_secs(20 * 24 * 3600);
+    post(
+        alice,
+        &exception(
+            NS,
+            "long",
+            &["long", "long-2"],
+            &["address-type-value"],
+            &at(twenty_days),
+        ),
+    )
+    .await
+    .expect_ok("a 20-day exception under maxDays 30");
+    let mut long = service("long", true);
+    long["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id"] =
+        json!("lb-e2e-exc-long");
+    eventually(
+        Duration::from_secs(20),
+        "the exception covers long",
+        || async { post(&admin, &long).await.ok().then_some(()) },
+    )
+    .await;
+    let mut again = long.clone();
+    again["metadata"]["name"] = json!("long-2");
+    again["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id"] =
+        json!("lb-e2e-exc-long-2");
+    call(
+        &admin,
+        "POST",
+        &format!("{}?dryRun=All", collection(&again)),
+        Some(&again),
+    )
+    .await
+    .expect_ok("long-2 is covered under maxDays 30");
+    // A 3-day exception the lowered cap still honours: once it covers again after the
+    // restart, the replicas have their exceptions, and a denial is the cap's.
+    post(
+        alice,
+        &exception(
+            NS,
+            "sentinel",
+            &["sentinel"],
+            &["address-type-value"],
+            &at(soon),
+        ),
+    )
+    .await
+    .expect_ok("a 3-day exception");
+    let mut sentinel = long.clone();
+    sentinel["metadata"]["name"] = json!("sentinel");
+    sentinel["metadata"]["annotations"]["service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id"] =
+        json!("lb-e2e-exc-sentinel");
+    let dry_run = format!("{}?dryRun=All", collection(&sentinel));
+    let saved: Value =
+        lbguard::yaml::from_str(&std::fs::read_to_string(&env.lbguard.config).unwrap()).unwrap();
+    env.lbguard
+        .reconfigure(|c| c["exceptions"]["maxDays"] = json!(10))
+        .await;
+    eventually(
+        Duration::from_secs(30),
+        "the restarted replicas apply exceptions",
+        || async {
+            // Several in a row: the proxy spreads them over both replicas.
+            for _ in 0..4 {
+                if !call(&admin, "POST", &dry_run, Some(&sentinel)).await.ok() {
+                    return None;
+                }
+            }
+            Some(())
+        },
+    )
+    .await;
+    let r = eventually(
+        Duration::from_secs(20),
+        "the exception is ignored",
+        || async {
+            let r = post(&admin, &again).await;
+            denied_by(&r, "address-type-value").then_some(r)
+        },
+    )
+    .await;
+    assert!(
+        r.warnings.iter().all(|w| !w.contains("LBGuardException")),
+        "{:#?}",
+        r.warnings
+    );
+    let why = "more than 10 days after the exception's creation (exceptions.maxDays: 10)";
+    let events = || async {
+        let r = call(
+            &admin,
+            "GET",
+            &format!("/apis/events.k8s.io/v1/namespaces/{NS}/events"),
+            None,
+        )
+        .await;
+        r.body["items"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|e| {
+                e["reason"] == "ExceptionIgnored"
+                    && e["type"] == "Warning"
+                    && e["regarding"]["kind"] == "LBGuardException"
+                    && e["regarding"]["name"] == "long"
+                    && e["note"].as_str().is_some_and(|n| n.contains(why))
+            })
+            .count()
+    };
+    eventually(
+        Duration::from_secs(30),
+        "an Event says why it is ignored",
+        || async { (events().await > 0).then_some(()) },
+    )
+    .await;
+    for i in 0..env.lbguard.replicas.len() {
+        let report: Value =
+            serde_json::from_str(&crate::metrics::scrape(env, i, "/report").await).unwrap();
+        let listed = report["ignoredExceptions"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|e| e["namespace"] == NS && e["name"] == "long")
+            .cloned()
+            .unwrap_or_else(|| panic!("replica {i}: {report}"));
+        assert!(listed["reasons"].to_string().contains(why), "{listed}");
+        let metrics = crate::metrics::scrape(env, i, "/metrics").await;
+        let n = crate::metrics::sample(&metrics, "lbguard_exceptions{state=\"ignored\"}");
+        assert!(n.is_some_and(|n| n >= 1.0), "replica {i}: {n:?}");
+    }
+    // Both replicas audit every second: still one Event.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    assert_eq!(events().await, 1, "one Event for one set of reasons");
+    env.lbguard.reconfigure(|c| *c = saved.clone()).await;
 }

@@ -7,7 +7,8 @@
 //! image, the chart on ../shared/node, the tutorial).
 //! `cargo test --release --test e2e -- --bench` runs the latency benchmark instead
 //! (`scripts/bench-e2e`); `-- --bench-cloud` the cloud source's (`scripts/bench-e2e cloud`);
-//! `-- --bench-map` the defaults by policy against the webhook (`scripts/bench-e2e map`).
+//! `-- --bench-map` the defaults by policy against the webhook (`scripts/bench-e2e map`);
+//! `-- --bench-vap` the exported policies against the validating webhook (`scripts/bench-e2e vap`).
 //!
 //! `cargo test --test e2e [-- NAME...]` runs every case (or those whose names contain a
 //! NAME) one after another against one control plane. Without the binaries the suite says so
@@ -25,6 +26,7 @@ mod node;
 mod plane;
 mod runner;
 
+mod apply;
 mod bench;
 mod bench_cloud;
 mod claims;
@@ -34,10 +36,12 @@ mod exceptions;
 mod identity;
 mod map;
 mod metrics;
+mod quota;
 mod reports;
 mod restart;
 mod rolling;
 mod vap;
+mod vapbench;
 
 use std::panic::AssertUnwindSafe;
 use std::path::PathBuf;
@@ -99,9 +103,12 @@ fn cases() -> Vec<(&'static str, runner::Case<Env>)> {
         "examples_through_the_api_server" => examples::run,
         "deletion_protection" => examples::deletion_protection,
         "claims_hold_across_api_servers_and_replicas" => claims::run,
+        "listener_quota_counts_only_listeners_the_controller_creates" => quota::run,
         "reports_pass_the_crd_schemas" => reports::run,
+        "reports_flow_past_a_namespace_stuck_terminating" => reports::stuck_namespace,
         "exceptions_unblock_one_service_for_one_rule_until_they_expire" => exceptions::run,
         "exported_policies_agree_with_the_webhook" => vap::run,
+        "exported_policies_apply_with_client_side_kubectl_apply" => apply::run,
         "defaults_as_policies_equal_the_webhook" => map::run,
         "secure_metrics_with_real_token_reviews" => metrics::run,
         "rolling_restart_loses_no_create" => rolling::run,
@@ -137,7 +144,8 @@ fn main() -> ExitCode {
     }
     let bench_cloud = std::env::args().any(|a| a == "--bench-cloud");
     let bench_map = std::env::args().any(|a| a == "--bench-map");
-    let bench = bench_cloud || bench_map || std::env::args().any(|a| a == "--bench");
+    let bench =
+        bench_cloud || bench_map || std::env::args().any(|a| a == "--bench" || a == "--bench-vap");
     let filters: Vec<String> = std::env::args()
         .skip(1)
         .filter(|a| !a.starts_with('-'))
@@ -211,7 +219,12 @@ async fn run(
         started.elapsed().as_secs_f64()
     );
     if bench {
-        let ok = if bench_map {
+        let ok = if std::env::args().any(|a| a == "--bench-vap") {
+            AssertUnwindSafe(vapbench::run(&mut env))
+                .catch_unwind()
+                .await
+                .is_ok()
+        } else if bench_map {
             AssertUnwindSafe(map::bench::run(&mut env))
                 .catch_unwind()
                 .await

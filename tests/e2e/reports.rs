@@ -200,3 +200,149 @@ pub async fn run(env: &mut Env) {
         plane::delete(&admin, crd).await;
     }
 }
+
+/// A namespace stuck terminating (a Service whose finalizer nothing removes, as when a cloud
+/// controller cannot delete its load balancer) refuses every new object, the report too.
+/// lbguard counts it with its reason and keeps writing every other namespace's report. Its
+/// name sorts first, so a round that stopped at the first refusal would write nothing.
+pub async fn stuck_namespace(env: &mut Env) {
+    const STUCK: &str = "aa-reports-stuck";
+    const FLOWING: &str = "reports-flowing";
+    let admin = env.admin[0].clone();
+    let or = install_crds(&admin, "openreports.io").await;
+    let (api, kind) = ("openreports.io/v1alpha1", "Report");
+    let in_ns = |ns: &str, s: Value| {
+        let mut s = s;
+        s["metadata"]["namespace"] = json!(ns);
+        s
+    };
+    let mut held = in_ns(STUCK, clean("held"));
+    held["metadata"]["finalizers"] = json!(["example.com/never-removed"]);
+    for (ns, s) in [
+        (STUCK, held.clone()),
+        (FLOWING, in_ns(FLOWING, clean("clean"))),
+    ] {
+        plane::namespace(&admin, ns).await;
+        call(&admin, "POST", &collection(&s), Some(&s))
+            .await
+            .expect_ok("create");
+    }
+    let report = |ns: &str| format!("{}/lbguard", kind_path(api, kind, Some(ns)));
+    for ns in [STUCK, FLOWING] {
+        eventually(
+            Duration::from_secs(30),
+            &format!("{ns} has its report"),
+            || async {
+                call(&admin, "GET", &report(ns), None)
+                    .await
+                    .ok()
+                    .then_some(())
+            },
+        )
+        .await;
+    }
+    // The namespace is deleted; its content goes, but the Service stays for its finalizer.
+    // (No namespace controller runs here: the report is deleted as it would delete it.)
+    call(
+        &admin,
+        "DELETE",
+        &format!("/api/v1/namespaces/{STUCK}"),
+        None,
+    )
+    .await
+    .expect_ok("delete the namespace");
+    call(&admin, "DELETE", &report(STUCK), None)
+        .await
+        .expect_ok("the namespace controller's delete of the report");
+    let refused = call(
+        &admin,
+        "POST",
+        &kind_path(api, kind, Some(STUCK)),
+        Some(&json!({"apiVersion": api, "kind": kind, "metadata": {"name": "probe"}})),
+    )
+    .await;
+    assert!(
+        refused.status == 403 && refused.message().contains("being terminated"),
+        "the namespace refuses new objects: {}",
+        refused.body
+    );
+
+    // Reports keep flowing for the others: a new Service shows up in its namespace's report.
+    let s = in_ns(FLOWING, warned("warned"));
+    call(&admin, "POST", &collection(&s), Some(&s))
+        .await
+        .expect_ok("create");
+    eventually(
+        Duration::from_secs(30),
+        "the other namespace's report follows its Services",
+        || async {
+            let r = call(&admin, "GET", &report(FLOWING), None).await;
+            r.body["results"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .any(|x| x["resources"][0]["name"] == "warned" && x["result"] == "warn")
+                .then_some(())
+        },
+    )
+    .await;
+    // Each replica counts the refusal with its reason.
+    for i in 0..env.lbguard.replicas.len() {
+        let series = "lbguard_policy_report_failures_total{reason=\"terminating\"}";
+        let n = eventually(
+            Duration::from_secs(30),
+            "the refusal is counted",
+            || async {
+                crate::metrics::sample(&crate::metrics::scrape(env, i, "/metrics").await, series)
+                    .filter(|n| *n >= 1.0)
+            },
+        )
+        .await;
+        assert!(n >= 1.0, "replica {i}: {series} {n}");
+    }
+    assert_eq!(
+        call(&admin, "GET", &report(STUCK), None).await.status,
+        404,
+        "nothing was written in the terminating namespace"
+    );
+
+    // Let the namespace go: the finalizer removed, the Service deleted, the namespace
+    // finalized (the namespace controller's part).
+    let mut live = call(&admin, "GET", &plane::object_path(&held), None)
+        .await
+        .expect_ok("get")
+        .body;
+    live["metadata"]["finalizers"] = json!([]);
+    call(&admin, "PUT", &plane::object_path(&held), Some(&live))
+        .await
+        .expect_ok("remove the finalizer");
+    let _ = plane::delete(&admin, &held).await;
+    eventually(Duration::from_secs(30), "the Service is gone", || async {
+        (call(&admin, "GET", &plane::object_path(&held), None)
+            .await
+            .status
+            == 404)
+            .then_some(())
+    })
+    .await;
+    let ns = call(&admin, "GET", &format!("/api/v1/namespaces/{STUCK}"), None)
+        .await
+        .expect_ok("get the namespace")
+        .body;
+    let mut done = ns.clone();
+    done["spec"]["finalizers"] = json!([]);
+    call(
+        &admin,
+        "PUT",
+        &format!("/api/v1/namespaces/{STUCK}/finalize"),
+        Some(&done),
+    )
+    .await
+    .expect_ok("finalize the namespace");
+    for s in [in_ns(FLOWING, clean("clean")), s] {
+        plane::delete(&admin, &s).await.expect_ok("delete");
+    }
+    for crd in &or {
+        plane::delete(&admin, crd).await;
+    }
+}

@@ -203,29 +203,18 @@ pub async fn run(env: &mut Env) {
         compared += 1;
         plane::delete(&admin, &live).await.expect_ok("delete");
     }
-    // Deletion protection is a policy too.
-    let mut kept = services(Path::new(&format!(
-        "{EXAMPLES}/alibaba/good-reuse-intranet.yaml"
-    )))
-    .remove(0);
-    kept["metadata"]["name"] = "vap-kept".into();
-    kept["metadata"]["annotations"]["lbguard.io/deletion-protection"] = "true".into();
-    call(&admin, "POST", &collection(&kept), Some(&kept))
-        .await
-        .expect_ok("create");
-    let got = call(
-        &admin,
-        "DELETE",
-        &format!("{}?dryRun=All", object_path(&kept)),
-        None,
-    )
-    .await;
-    assert_eq!(got.status, 403, "{}", got.body);
-    assert!(
-        got.message().contains("[deletion-protection]"),
-        "{}",
-        got.message()
-    );
+    // Deletion protection is a policy too, for the same Services as the webhook.
+    for svc in crate::examples::marked_services("default") {
+        let mut svc = svc;
+        svc["metadata"]["name"] =
+            format!("vap-{}", svc["metadata"]["name"].as_str().unwrap()).into();
+        crate::examples::protected_until_unmarked(
+            env,
+            svc,
+            "ValidatingAdmissionPolicy 'lbguard-deletion-protection'",
+        )
+        .await;
+    }
     assert!(compared >= 35, "{compared}");
 
     // Back to the webhook.
@@ -233,14 +222,4 @@ pub async fn run(env: &mut Env) {
         plane::delete(&admin, o).await;
     }
     until_every_api_server(env, &probe, "the policies are gone", Reply::ok).await;
-    kept["metadata"]["annotations"]
-        .as_object_mut()
-        .unwrap()
-        .remove("lbguard.io/deletion-protection");
-    let live = call(&admin, "GET", &object_path(&kept), None).await;
-    kept["metadata"]["resourceVersion"] = live.body["metadata"]["resourceVersion"].clone();
-    call(&admin, "PUT", &object_path(&kept), Some(&kept))
-        .await
-        .expect_ok("unmark");
-    plane::delete(&admin, &kept).await.expect_ok("delete");
 }

@@ -1,6 +1,7 @@
 //! The image built from the Dockerfile, as podman has it: what it is made of, and run by hand
 //! as the install page shows (read-only root, no capabilities, a certificate mounted).
 
+use std::ops::Not;
 use std::time::{Duration, Instant};
 
 use super::{Node, ROOT};
@@ -23,6 +24,8 @@ pub async fn as_built(node: &mut Node) {
         inspect(node, "{{json .Config.Entrypoint}}"),
         r#"["/usr/local/bin/lbguard"]"#
     );
+    // No default role: the chart says `serve`, CI says `check`.
+    assert_eq!(inspect(node, "{{json .Config.Cmd}}"), r#"["--help"]"#);
 
     // README states the size; it must stay true within 5 MB.
     let size: f64 = inspect(node, "{{.Size}}").parse().unwrap();
@@ -61,8 +64,8 @@ pub async fn as_built(node: &mut Node) {
 }
 
 /// Run by hand with podman as the install page shows: the key must be readable by the image's
-/// user, the default command needs a cluster, `serve --standalone` serves without one, and
-/// SIGTERM stops it cleanly.
+/// user, `serve` needs a cluster, `serve --standalone` serves without one, and SIGTERM stops
+/// it cleanly.
 pub async fn by_hand(node: &mut Node) {
     let certs = node.dir.join("by-hand");
     node.ok(&format!(
@@ -93,8 +96,12 @@ pub async fn by_hand(node: &mut Node) {
         out.text
     );
 
-    // Outside a cluster the default command says what is missing instead of serving.
-    let out = node.sh(&run("--rm", ""));
+    // Outside a cluster `serve` (the chart's command) says what is missing instead of
+    // serving.
+    let out = node.sh(&run(
+        "--rm",
+        "serve --tls-cert=/etc/lbguard/tls/tls.crt --tls-key=/etc/lbguard/tls/tls.key",
+    ));
     assert!(!out.ok, "{}", out.text);
     assert!(out.text.contains("--standalone"), "{}", out.text);
 
@@ -153,9 +160,23 @@ pub async fn by_hand(node: &mut Node) {
 }
 
 /// The image as the CLI, as the book's CI page writes it: `podman run --rm -v
-/// "$PWD:/manifests:ro" IMAGE check /manifests`. The image's user (65532) reads the mounted
-/// manifests, and `check`'s exit codes (0 admitted, 1 denied, 2 unreadable) pass through.
+/// "$PWD:/manifests:ro" IMAGE check /manifests`. Run with no command it says how to use it in
+/// both roles. The image's user (65532) reads the mounted manifests, `check`'s exit codes (0
+/// admitted, 1 denied, 2 unreadable) pass through, a repository's other YAML is skipped and a
+/// chart left out with `--exclude`; the `lbguard-docker` pre-commit hook runs it.
 pub async fn as_cli(node: &mut Node) {
+    let out = node.sh(&format!("podman run --rm {}; echo \"exit=$?\"", node.image));
+    assert!(out.text.trim_end().ends_with("exit=0"), "{}", out.text);
+    for role in [
+        "The webhook (what the Helm chart runs):",
+        "lbguard serve --tls-cert FILE --tls-key FILE",
+        "The linter, offline (CI, pre-commit, a laptop):",
+        "lbguard check [--provider P] FILE|DIR...",
+    ] {
+        assert!(out.text.contains(role), "{role}: {}", out.text);
+    }
+    assert!(!out.text.contains("kubeconfig"), "{}", out.text);
+
     let repo = node.dir.join("cli-manifests");
     let bad_dir = repo.join("bad");
     let good_dir = repo.join("good");
@@ -215,4 +236,114 @@ pub async fn as_cli(node: &mut Node) {
             .is_some_and(|u| u.trim_start_matches("./") == "bad.yaml"),
         "{uri}"
     );
+
+    // A repository as people have them: a README, a playbook, a Helm chart.
+    let mixed = repo.join("mixed");
+    for (name, body) in MIXED {
+        let file = mixed.join(name);
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, body).unwrap();
+    }
+    std::fs::copy(
+        format!("{ROOT}/examples/alibaba/bad-address-type-value.yaml"),
+        mixed.join("manifests/bad.yaml"),
+    )
+    .unwrap();
+    node.ok(&format!("chmod -R u=rwX,go=rX {0}", mixed.display()));
+    let (text, code) = run(&mixed, "check .");
+    assert_eq!(code, "2", "{text}");
+    assert!(
+        text.contains("./charts/web/templates/svc.yaml document 1: not valid YAML")
+            && text.contains("helm template"),
+        "{text}"
+    );
+    let (text, code) = run(&mixed, "check --exclude 'charts/**' .");
+    assert_eq!(code, "1", "{text}");
+    assert!(
+        text.contains("./manifests/bad.yaml:7:5: deny [address-type-value]"),
+        "{text}"
+    );
+    assert!(
+        text.contains("./playbook.yml document 1 skipped: not a Kubernetes object (a list)"),
+        "{text}"
+    );
+
+    docker_hook(node, &mixed);
+}
+
+/// What a repository holds beside its manifests.
+const MIXED: &[(&str, &str)] = &[
+    (
+        "manifests/README.md",
+        "# Manifests\n\nApply them: kubectl apply -f manifests/\n\n- one per file\n",
+    ),
+    ("playbook.yml", "- hosts: all\n  roles: [web]\n"),
+    ("charts/web/values.yaml", "lb: true\n"),
+    (
+        "charts/web/templates/svc.yaml",
+        "apiVersion: v1\nkind: Service\nmetadata:\n  name: {{ .Release.Name }}\n{{- if .Values.lb }}\nspec:\n  type: LoadBalancer\n{{- end }}\n",
+    ),
+];
+
+/// The `lbguard-docker` pre-commit hook (pre-commit's docker_image language: `docker run` as
+/// the user, the repository at /src) with this image, podman standing in for docker:
+/// `pre-commit try-repo` on the staged files of `mixed`, committed as a repository.
+fn docker_hook(node: &Node, mixed: &std::path::Path) {
+    if node.sh("pre-commit --version").ok.not() {
+        assert_ne!(
+            std::env::var("CI").as_deref(),
+            Ok("true"),
+            "CI=true needs pre-commit"
+        );
+        println!("  lbguard-docker hook: not run: pre-commit is not installed");
+        return;
+    }
+    let hooks = node.dir.join("hook-repo");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let manifest = std::fs::read_to_string(format!("{ROOT}/.pre-commit-hooks.yaml")).unwrap();
+    let published = manifest
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("entry: ")
+                .filter(|e| e.contains("/lbguard:"))
+        })
+        .and_then(|e| e.split_whitespace().next())
+        .expect("a docker_image hook")
+        .to_string();
+    std::fs::write(
+        hooks.join(".pre-commit-hooks.yaml"),
+        manifest.replace(&published, &node.image),
+    )
+    .unwrap();
+    let shims = node.dir.join("docker-shim");
+    std::fs::create_dir_all(&shims).unwrap();
+    std::fs::write(shims.join("docker"), "#!/bin/sh\nexec podman \"$@\"\n").unwrap();
+    let git = "git -c user.name=t -c user.email=t@t.invalid -c commit.gpgsign=false";
+    node.ok(&format!(
+        "chmod +x {shims}/docker && cd {hooks} && git init -q && {git} add . && {git} commit -q -m hooks \
+         && cd {mixed} && git init -q && {git} add manifests playbook.yml charts",
+        shims = shims.display(),
+        hooks = hooks.display(),
+        mixed = mixed.display()
+    ));
+    let try_repo = |files: &str| {
+        node.sh(&format!(
+            "cd {mixed} && {{ git rm -r -q --cached . >/dev/null 2>&1 || true; }} && {git} add {files} && PATH={shims}:$PATH \
+             PRE_COMMIT_HOME={cache} pre-commit try-repo {hooks} lbguard-docker; echo \"exit=$?\"",
+            mixed = mixed.display(),
+            shims = shims.display(),
+            cache = node.dir.join("pre-commit-cache").display(),
+            hooks = hooks.display()
+        ))
+        .text
+    };
+    let text = try_repo("manifests playbook.yml");
+    assert!(text.trim_end().ends_with("exit=1"), "{text}");
+    assert!(
+        text.contains("manifests/bad.yaml:7:5: deny [address-type-value]"),
+        "{text}"
+    );
+    let text = try_repo("manifests/README.md playbook.yml");
+    assert!(text.trim_end().ends_with("exit=0"), "{text}");
 }

@@ -2,12 +2,13 @@
 //! controller picked by the Service's class, and the engine's update ratchet finding by
 //! finding.
 
-use super::format::{CLB_PROTOCOLS, NLB_PROTOCOLS};
 use super::nlb::BACKEND_TYPE;
+use super::value::{CLB_PROTOCOLS, NLB_PROTOCOLS};
 use crate::vocab::annotations::Table;
+use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel::{self, on};
-use crate::vocab::provider::Catalog;
-use crate::vocab::route::{Controller, Scope, builtin_classes};
+use crate::vocab::controller::Controller;
+use crate::vocab::route::{Scope, builtin_classes};
 use crate::vocab::rule::{CelCheck, VapCtx};
 
 /// White space as Rust's `char::is_whitespace` sees it (RE2's `\s` is ASCII only).
@@ -30,13 +31,17 @@ pub fn is_nlb(v: &VapCtx) -> String {
             .filter(|(_, c)| *c == Controller::Nlb)
             .map(|(k, _)| *k),
     );
-    format!(
-        "(has($s.spec.loadBalancerClass) && $s.spec.loadBalancerClass in {})",
-        cel::list(&classes)
+    // Every check reads it: one policy variable per object.
+    cel::shared(
+        "$s_alibaba_nlb",
+        &format!(
+            "$s != null && has($s.spec.loadBalancerClass) && $s.spec.loadBalancerClass in {}",
+            cel::list(&classes)
+        ),
     )
 }
 
-/// CEL: `v` is a port as `format::port_ok` reads it.
+/// CEL: `v` is a port as `value::port_ok` reads it.
 fn port(v: &str) -> String {
     format!(
         "({v}.matches({}) && int({v}) >= 1 && int({v}) <= 65535)",
@@ -44,7 +49,7 @@ fn port(v: &str) -> String {
     )
 }
 
-/// CEL: `v` is not empty and has no white space (`format::group_id_ok`).
+/// CEL: `v` is not empty and has no white space (`value::group_id_ok`).
 fn token(v: &str) -> String {
     format!("({v} != '' && !{v}.matches({}))", cel::lit(WHITE_SPACE))
 }
@@ -107,7 +112,7 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
             token(&format!("{p}[1]"))
         )
     })));
-    let range = cel::catalog_annotation(cat, "listener-port-range");
+    let range = catalog_annotation(cat, "listener-port-range");
     let backend = cel::has_annotation(BACKEND_TYPE);
     let backend_value = cel::annotation(BACKEND_TYPE);
     out.push(
@@ -123,8 +128,8 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
         .same_when(format!("{} + '=' + {backend_value}", range.key)),
     );
-    let zones = cel::catalog_annotation(cat, "zone-maps");
-    let id = cel::catalog_annotation(cat, "id");
+    let zones = catalog_annotation(cat, "zone-maps");
+    let id = catalog_annotation(cat, "id");
     out.push(
         CelCheck::new(
             format!(
@@ -150,7 +155,7 @@ fn values(cat: &'static Catalog, nlb: &str) -> Result<Vec<CelCheck>, &'static st
         .iter()
         .filter(|e| e.rule.as_deref() == Some("annotation-format"))
     {
-        let a = cel::catalog_annotation(cat, &e.name);
+        let a = catalog_annotation(cat, &e.name);
         let value = a.value.clone();
         let (clb, nlb_f) = (Table::format_for(e, false), Table::format_for(e, true));
         let (Some(clb_ok), Some(nlb_ok)) = (clb.cel(&value), nlb_f.cel(&value)) else {
@@ -159,17 +164,24 @@ fn values(cat: &'static Catalog, nlb: &str) -> Result<Vec<CelCheck>, &'static st
         if clb_ok == "true" && nlb_ok == "true" {
             continue;
         }
+        // One reading for both controllers: no need to ask which.
+        let ok = if clb_ok == nlb_ok {
+            clb_ok
+        } else {
+            format!("({nlb} ? ({nlb_ok}) : ({clb_ok}))")
+        };
+        let (nlb_says, clb_says) = (esc(&nlb_f.expected()), esc(&clb.expected()));
+        let allowed = if nlb_says == clb_says {
+            format!("'{clb_says}'")
+        } else {
+            format!("({nlb} ? '{nlb_says}' : '{clb_says}')")
+        };
         out.push(
             CelCheck::new(
+                format!("{} && {value} != '' && !({ok})", a.present),
                 format!(
-                    "{} && {value} != '' && !({nlb} ? ({nlb_ok}) : ({clb_ok}))",
-                    a.present
-                ),
-                format!(
-                    "'[annotation-format] ' + {} + ' is \"' + {value} + '\", which the cloud controller cannot use; allowed: ' + ({nlb} ? '{}' : '{}')",
+                    "'[annotation-format] ' + {} + ' is \"' + {value} + '\", which the cloud controller cannot use; allowed: ' + {allowed}",
                     a.key,
-                    esc(&nlb_f.expected()),
-                    esc(&clb.expected())
                 ),
             )
             .same_when(format!("{} + '=' + {}", a.key, a.value)),
@@ -187,7 +199,7 @@ fn port_list(
     suffix: &str,
     item_ok: &dyn Fn(&str) -> String,
 ) -> Vec<CelCheck> {
-    let a = cel::catalog_annotation(cat, suffix);
+    let a = catalog_annotation(cat, suffix);
     let entries = |s: &str| format!("{}.split(',')", on(&a.value, s));
     let colon = |e: &str| format!("(size({e}.split(':')) >= 2)");
     let item = |e: &str| format!("{e}.split(':')[0]");
@@ -261,7 +273,7 @@ fn port_list(
 /// Every comma-separated entry of `suffix`'s value passes `entry_ok` (entries as written);
 /// on an update, bad entries the live Service already had under the same key are kept.
 fn entries(cat: &Catalog, v: &VapCtx, suffix: &str, entry_ok: &dyn Fn(&str) -> String) -> CelCheck {
-    let a = cel::catalog_annotation(cat, suffix);
+    let a = catalog_annotation(cat, suffix);
     let kept = match &v.ratchet {
         Some(r) => format!(
             "({r} && {} && {} == {} && {}.split(',').exists(o, o == e))",
@@ -330,8 +342,8 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let nlb = is_nlb(v);
     let needs = |when: &str, when_value: Option<&str>, need: &str, need_value: Option<&str>| {
-        let a = cel::catalog_annotation(cat, when);
-        let n = cel::catalog_annotation(cat, need);
+        let a = catalog_annotation(cat, when);
+        let n = catalog_annotation(cat, need);
         let triggered = match when_value {
             Some(w) => format!("{} && {} == {}", a.present, a.value, cel::lit(w)),
             None => a.present.clone(),
@@ -371,7 +383,7 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
         needs("sticky-session-type", Some("server"), "cookie", None),
         {
             let mut c = needs("vswitch-id", None, "address-type", Some("intranet"));
-            let id = cel::catalog_annotation(cat, "id");
+            let id = catalog_annotation(cat, "id");
             c.violates = format!("!({} && {} != '') && {}", id.present, id.value, c.violates);
             c
         },

@@ -1,9 +1,9 @@
 //! What only ACK's CLB controller reads (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:
 //! pkg/controller/service/clbv1/listeners.go:618-643): `forward-port`.
 
-use super::format::port_ok;
+use super::value::port_ok;
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::Findings;
-use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::service::Svc;
 
 pub fn check(svc: Svc, cat: &Catalog, out: &mut Findings) {

@@ -10,35 +10,12 @@
 //! nlbv2/listeners.go:62-110 and :620-644 (vgroup-port, listener-port-range, protocol-port),
 //! nlbv2/loadbalancer.go:56-58 and :639-666 (zone-maps), nlbv2/server_groups.go:1389-1399.
 
+use super::value::{group_id_ok, protocol_ok};
 use crate::vocab::annotations::Table;
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::go;
-use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::service::Svc;
-
-/// The listener protocols each controller takes in `protocol-port`.
-pub const CLB_PROTOCOLS: &[&str] = &["http", "https", "tcp", "udp"];
-pub const NLB_PROTOCOLS: &[&str] = &["TCP", "UDP", "TCPSSL"];
-
-/// A protocol-port protocol the controller takes: CLB exact lower case, NLB any case.
-pub fn protocol_ok(p: &str, nlb: bool) -> bool {
-    if nlb {
-        NLB_PROTOCOLS.iter().any(|n| n.eq_ignore_ascii_case(p))
-    } else {
-        CLB_PROTOCOLS.contains(&p)
-    }
-}
-
-/// A server group id: what the cloud's ids are made of (CLB `rsp-…`, NLB `sgp-…`); the
-/// controller checks no shape itself, so neither does lbguard beyond that.
-pub fn group_id_ok(id: &str) -> bool {
-    !id.is_empty() && !id.chars().any(char::is_whitespace)
-}
-
-/// A port as `strconv.Atoi` reads it, from 1 to 65535.
-pub(super) fn port_ok(v: &str) -> bool {
-    go::atoi(v).is_ok_and(|p| (1..=65535).contains(&p))
-}
 
 /// The Service port a `:`-split entry names, matched as the controller matches it: the exact
 /// decimal string of a `spec.ports[].port`.

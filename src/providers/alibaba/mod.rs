@@ -9,6 +9,7 @@ mod cel;
 mod clb;
 pub mod format;
 pub mod nlb;
+mod value;
 
 /// CEL over `$s`: ACK's NLB controller takes the Service (for rules outside this module).
 pub fn nlb_cel(v: &crate::vocab::rule::VapCtx) -> String {
@@ -16,9 +17,11 @@ pub fn nlb_cel(v: &crate::vocab::rule::VapCtx) -> String {
 }
 
 use super::data;
+use crate::vocab::action::Action;
+use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
-use crate::vocab::rule::{Action, Check, Class, Gate, Rule, Vap};
+use crate::vocab::provider::Provider;
+use crate::vocab::rule::{Check, Class, Gate, Rule, Vap};
 
 pub static CATALOG: Catalog = Catalog {
     provider: Provider::Alibaba,
@@ -161,7 +164,7 @@ fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 
 /// Alibaba's defaults: the reused load balancer's address type from the inventory.
 pub fn defaults(ctx: &Ctx) -> Vec<Proposed> {
-    super::inventory_address_type(ctx, &CATALOG)
+    super::address_type::inventory_address_type(ctx, &CATALOG)
         .into_iter()
         .collect()
 }

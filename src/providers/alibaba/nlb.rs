@@ -3,10 +3,10 @@
 //! (loadbalancer.go:56-58, :639-666), and `listener-port-range`, only with the ENI backend
 //! (listeners.go:77-110, :151-154).
 
-use super::format::{group_id_ok, port_ok};
+use super::value::{group_id_ok, port_ok};
+use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::Findings;
 use crate::vocab::go;
-use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::service::Svc;
 
 /// What the NLB controller needs for a port range (`service_utils.go:78-88`).

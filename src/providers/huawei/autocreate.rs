@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 #[path = "autocreate_fields.rs"]
 mod fields;
 
+use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Catalog, annotation_field};
 use crate::vocab::service::Svc;
 
 /// `bandwidth_size`, Mbit/s: "1 Mbit/s to 2000 Mbit/s by default" (OTC:647, HWDOC-zh:319).

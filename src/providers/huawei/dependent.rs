@@ -3,9 +3,9 @@
 //! umn/source/networking/services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
 //! HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html.
 
+use crate::vocab::catalog::{Annot, Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Annot, Catalog, annotation_field};
 use crate::vocab::rule::{CelCheck, VapCtx};
 use crate::vocab::service::Svc;
 
@@ -69,7 +69,7 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
 
 pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = |n: &str| cel::catalog_annotation(cat, n);
+    let a = |n: &str| catalog_annotation(cat, n);
     let set = |n: &str| {
         let x = a(n);
         format!("({} && {} != '')", x.present, x.value)

@@ -2,17 +2,17 @@
 //! CCM, manages the ELB's listeners), the system annotations CCE writes for it, and the
 //! `protocol-port` / certificate annotations of CCE-managed listeners.
 
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::checks::{
     ccm_only, ccm_request_cel, duplicates, protocol_entries, require_version,
 };
 use crate::vocab::ctx::{Ctx, Findings};
-use crate::vocab::provider::{Catalog, annotation_field};
 use crate::vocab::rule::{CelCheck, VapCtx};
 use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
-use super::{cluster_gate_cel, protocol_in_cel};
+use super::conditions::{cluster_gate_cel, protocol_in_cel};
 
 pub(super) const SKIP: &str = "skip-managed-listener";
 
@@ -260,13 +260,13 @@ pub(super) fn https_needs_cert(ctx: &Ctx, cat: &'static Catalog, out: &mut Findi
 
 /// CEL: `$s` has skip-managed-listener: "true".
 pub(super) fn skipping_cel(cat: &Catalog) -> String {
-    let a = cel::catalog_annotation(cat, SKIP);
+    let a = catalog_annotation(cat, SKIP);
     format!("({} && {} == 'true')", a.present, a.value)
 }
 
 pub(super) fn skip_listener_irreversible_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, SKIP);
+    let a = catalog_annotation(cat, SKIP);
     let now = cel::on(
         &format!("({} ? '\"' + {} + '\"' : 'removed')", a.present, a.value),
         "object",
@@ -289,8 +289,8 @@ pub(super) fn skip_listener_needs_existing_elb_cel(
 ) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let key = cat.key(SKIP);
-    let id = cel::catalog_annotation(cat, "id");
-    let auto = cel::catalog_annotation(cat, "autocreate");
+    let id = catalog_annotation(cat, "id");
+    let auto = catalog_annotation(cat, "autocreate");
     Ok(vec![
         CelCheck::new(
             format!("{} && !{}", skipping_cel(cat), id.present),
@@ -309,7 +309,7 @@ pub(super) fn skip_listener_not_multicluster_cel(
     v: &VapCtx,
 ) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let m = cel::catalog_annotation(cat, "multicluster");
+    let m = catalog_annotation(cat, "multicluster");
     Ok(vec![
         CelCheck::new(
             format!("{} && {} && {} == 'true'", skipping_cel(cat), m.present, m.value),
@@ -454,8 +454,8 @@ pub(super) fn protocol_port_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'st
 
 pub(super) fn https_needs_cert_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let cert = cel::catalog_annotation(cat, "cert-id");
-    let pp = cel::catalog_annotation(cat, "protocol-port");
+    let cert = catalog_annotation(cat, "cert-id");
+    let pp = catalog_annotation(cat, "protocol-port");
     Ok(vec![
         CelCheck::new(
             format!("{} && (!{} || {}.trim() == '')", protocol_in_cel(cat, &["https"]), cert.present, cert.value),

@@ -5,22 +5,25 @@
 //! (health check, session affinity) in `options`.
 
 mod autocreate;
+mod conditions;
 mod dependent;
 mod listeners;
 mod options;
 mod timeouts;
 
 use super::data;
+use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
-use crate::vocab::checks::{protocol_entries, require_version, version_too_old};
+use crate::vocab::checks::{protocol_entries, require_version};
 use crate::vocab::config::Flavor;
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
-use crate::vocab::provider::{Catalog, Provider, annotation_field};
+use crate::vocab::provider::Provider;
 use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
 use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 use autocreate::huawei_autocreate_valid;
+use conditions::{cluster_gate_cel, protocol_in_cel};
 pub use dependent::{dependent_annotations, dependent_annotations_cel};
 pub use listeners::skip_listener_supported;
 use listeners::{
@@ -294,39 +297,6 @@ fn turbo_cluster_policy(ctx: &Ctx, _cat: &'static Catalog, out: &mut Findings) {
     }
 }
 
-/// CEL: `$s`'s protocol-port has an entry with one of `protocols`.
-fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {
-    let a = cel::catalog_annotation(cat, "protocol-port");
-    format!(
-        "({} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in {}))",
-        a.present,
-        a.value,
-        cel::list(protocols)
-    )
-}
-
-/// A cluster-version rule's CEL: `uses` when the cluster is older than `ok` allows.
-fn cluster_gate_cel(
-    v: &VapCtx,
-    rule: &str,
-    ok: impl Fn(&KubeVersion) -> bool,
-    uses: String,
-    feature: String,
-    needs: &str,
-) -> Result<Vec<CelCheck>, &'static str> {
-    if !version_too_old(v, VersionOf::Cluster, ok)? {
-        return Ok(vec![]);
-    }
-    let runs = v.versions.cluster_text();
-    Ok(vec![
-        CelCheck::new(
-            uses,
-            format!("'[{rule}] ' + {feature} + ' needs {needs}; the cluster runs {runs}; upgrade the cluster first, or remove it'"),
-        )
-        .same_when("'uses'"),
-    ])
-}
-
 fn http_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     cluster_gate_cel(
@@ -341,7 +311,7 @@ fn http_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 
 fn dedicated_elb_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "class");
+    let a = catalog_annotation(cat, "class");
     cluster_gate_cel(
         v,
         "dedicated-elb-version",
@@ -354,7 +324,7 @@ fn dedicated_elb_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
 
 fn pass_through_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
-    let a = cel::catalog_annotation(cat, "pass-through");
+    let a = catalog_annotation(cat, "pass-through");
     cluster_gate_cel(
         v,
         "pass-through-version",

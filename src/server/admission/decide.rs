@@ -1,11 +1,11 @@
 //! One request to a verdict: the engine's evaluation or mutation, the in-memory hold on an
 //! admitted Service's ports, and which listener claims the answer waits for.
 
+use super::answer::{Answer, Endpoint, Reject, allowed, refuse};
 use super::decode::{read_request, service};
-use super::{Answer, Endpoint, Reject, allowed, refuse};
 use crate::engine::{Input, Operation, UserInfo, Verdict, Violation, evaluate, mutate};
 use crate::rules::Action;
-use crate::server::AppState;
+use crate::server::state::AppState;
 
 /// After an allowed CREATE/UPDATE (not a dry run), the Service's listener ports are held
 /// in the cluster view until the watch shows it. If a concurrent admission took one of

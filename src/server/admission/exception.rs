@@ -4,9 +4,9 @@
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::{Answer, allowed};
+use super::answer::{Answer, allowed};
 use crate::engine::exceptions::{Exception, problems};
-use crate::server::AppState;
+use crate::server::state::AppState;
 
 /// An `LBGuardException` request, read.
 pub(super) struct Review {

@@ -1,8 +1,10 @@
 //! The admission edge: AdmissionReview in, AdmissionReview out; the engine sees only its
 //! own `Input`. This file holds the handlers and the response side (kube's
 //! `AdmissionResponse`, metrics, the decision log); `decode` reads requests, `decide` turns
-//! one into a verdict, a patch and the listener claims to take.
+//! one into a verdict, a patch and the listener claims to take, `answer` holds what is
+//! answered.
 
+mod answer;
 mod decide;
 mod decode;
 mod exception;
@@ -17,25 +19,11 @@ use axum::response::{IntoResponse, Response};
 use kube::core::admission::AdmissionResponse;
 use serde_json::{Value, json};
 
+pub use answer::{Endpoint, Reject};
 use decide::{Step, apply_claims, decide, prepare};
 use tracing::Instrument;
 
-use super::{AppState, BODY_LIMIT};
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Endpoint {
-    Validate,
-    Mutate,
-}
-
-impl Endpoint {
-    fn as_str(self) -> &'static str {
-        match self {
-            Endpoint::Validate => "validate",
-            Endpoint::Mutate => "mutate",
-        }
-    }
-}
+use super::state::{AppState, BODY_LIMIT, LogDecisions, close_if_draining};
 
 pub async fn validate(State(app): State<AppState>, req: Request) -> Response {
     handle(app, Endpoint::Validate, req.into_body()).await
@@ -66,20 +54,6 @@ fn failed(
         })
         .inc();
     bad_request(status, message)
-}
-
-/// What a request turned into: the review to send and labels for logs and metrics.
-struct Answer {
-    response: AdmissionResponse,
-    operation: &'static str,
-    rules: Vec<&'static str>,
-    namespace: String,
-    name: String,
-    /// The Service's labels, for exceptions that select by label.
-    labels: std::collections::BTreeMap<String, String>,
-    dry_run: bool,
-    /// Listener claims to take before the allowed answer goes out.
-    claims: Vec<crate::claims::ClaimKey>,
 }
 
 async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
@@ -198,7 +172,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
         || r.warnings.as_ref().is_some_and(|w| !w.is_empty())
         || r.patch.is_some()
         || !r.audit_annotations.is_empty()
-        || app.log_decisions == super::LogDecisions::All;
+        || app.log_decisions == LogDecisions::All;
     macro_rules! decision {
         ($level:expr) => {
             span.in_scope(|| {
@@ -223,7 +197,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
         decision!(tracing::Level::DEBUG);
     }
     let mut r = Json(encode_review(answer.response)).into_response();
-    super::close_if_draining(&app, &mut r);
+    close_if_draining(&app, &mut r);
     r
 }
 
@@ -246,38 +220,4 @@ pub fn encode_review(mut response: AdmissionResponse) -> Value {
         );
     }
     review
-}
-
-/// A request that cannot be answered with an AdmissionReview: HTTP 400 with this message.
-pub struct Reject(String);
-
-/// A review that is not allowed, with the request's uid when it can be read.
-fn refuse(uid: Option<&str>, message: String) -> Result<Answer, Reject> {
-    match uid {
-        Some(uid) => {
-            let mut response = AdmissionResponse::invalid(format!("lbguard: {message}"));
-            response.uid = uid.to_string();
-            response.result.code = 400;
-            Ok(Answer {
-                response,
-                operation: "UNKNOWN",
-                rules: vec![],
-                namespace: String::new(),
-                name: String::new(),
-                labels: Default::default(),
-                dry_run: false,
-                claims: vec![],
-            })
-        }
-        None => Err(Reject(message)),
-    }
-}
-
-/// An allowed response for `uid`, built on kube's type.
-fn allowed(uid: String) -> AdmissionResponse {
-    let mut response = AdmissionResponse::invalid("");
-    response.uid = uid;
-    response.allowed = true;
-    response.result = Default::default();
-    response
 }

@@ -2,18 +2,19 @@
 //! by name. Rule ids are checked against the registry by `engine::parse_config`; reading
 //! the file is in `load`, what serde cannot check in `validate`.
 
+mod error;
 mod load;
 mod validate;
 
-pub use load::ConfigError;
+pub use error::ConfigError;
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
+use super::action::Action;
 use super::duration::{MAX_DURATION, parse_duration};
 use super::provider::Provider;
-use super::rule::Action;
 
 /// Which provider's rules apply.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Deserialize, Serialize)]
@@ -74,7 +75,7 @@ pub struct Config {
     pub known_annotations: BTreeMap<Provider, Vec<String>>,
     /// `spec.loadBalancerClass` values a controller of the provider serves besides the
     /// built-in ones (ACK's `alibabacloud.com/nlb`), and which one.
-    pub load_balancer_classes: crate::vocab::route::Classes,
+    pub load_balancer_classes: crate::vocab::controller::Classes,
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]

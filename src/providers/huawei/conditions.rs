@@ -1,0 +1,41 @@
+//! CEL conditions the rules of `mod.rs` and `listeners` share: a protocol in
+//! `protocol-port`, and a cluster too old for a feature.
+
+use crate::vocab::catalog::{Catalog, catalog_annotation};
+use crate::vocab::cel;
+use crate::vocab::checks::version_too_old;
+use crate::vocab::rule::{CelCheck, VapCtx};
+use crate::vocab::version::{KubeVersion, VersionOf};
+
+/// CEL: `$s`'s protocol-port has an entry with one of `protocols`.
+pub(super) fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {
+    let a = catalog_annotation(cat, "protocol-port");
+    format!(
+        "({} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in {}))",
+        a.present,
+        a.value,
+        cel::list(protocols)
+    )
+}
+
+/// A cluster-version rule's CEL: `uses` when the cluster is older than `ok` allows.
+pub(super) fn cluster_gate_cel(
+    v: &VapCtx,
+    rule: &str,
+    ok: impl Fn(&KubeVersion) -> bool,
+    uses: String,
+    feature: String,
+    needs: &str,
+) -> Result<Vec<CelCheck>, &'static str> {
+    if !version_too_old(v, VersionOf::Cluster, ok)? {
+        return Ok(vec![]);
+    }
+    let runs = v.versions.cluster_text();
+    Ok(vec![
+        CelCheck::new(
+            uses,
+            format!("'[{rule}] ' + {feature} + ' needs {needs}; the cluster runs {runs}; upgrade the cluster first, or remove it'"),
+        )
+        .same_when("'uses'"),
+    ])
+}
