@@ -135,7 +135,7 @@ fn dedicated(obj: &Map<String, Value>, cat: &Catalog, svc: Svc, why: &mut Vec<St
     if !zones_ok {
         why.push("a dedicated ELB (elb.class: performance) needs \"available_zone\", a non-empty array of zone names, e.g. [\"cn-north-4a\"]".into());
     }
-    let protocols = super::listener_protocols(svc);
+    let protocols = super::catalog::listener_protocols(svc);
     let uses = |list: &[&str]| protocols.iter().any(|(_, p)| list.contains(&p.as_str()));
     if uses(&["tcp", "udp"]) && !nonempty_str(obj, "l4_flavor_name") {
         why.push("a dedicated ELB with TCP or UDP ports needs \"l4_flavor_name\" (OTC: mandatory when TCP or UDP is used)".into());

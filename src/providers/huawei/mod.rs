@@ -5,13 +5,13 @@
 //! (health check, session affinity) in `options`.
 
 mod autocreate;
+mod catalog;
 mod conditions;
 mod dependent;
 mod listeners;
 mod options;
 mod timeouts;
 
-use super::data;
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::checks::{protocol_entries, require_version};
@@ -23,6 +23,7 @@ use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 use autocreate::huawei_autocreate_valid;
+pub use catalog::{CATALOG, listener_protocols};
 use conditions::{cluster_gate_cel, protocol_in_cel};
 pub use dependent::{dependent_annotations, dependent_annotations_cel};
 pub use listeners::skip_listener_supported;
@@ -36,15 +37,6 @@ use listeners::{
 pub use options::json_fields;
 
 /// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
-pub static CATALOG: Catalog = Catalog {
-    provider: Provider::Huawei,
-    prefix: "kubernetes.io/elb.",
-    legacy_prefix: None,
-    default_address_type: None,
-    lb_id_label: None,
-    finalizers: &[],
-    table: &data::HUAWEI,
-};
 
 const HUAWEI: &[Provider] = &[Provider::Huawei];
 
@@ -193,29 +185,6 @@ pub static RULES: &[Rule] = &[
         Vap::Cel(turbo_cluster_policy_cel)
     ),
 ];
-
-/// The listener protocol CCE gives each Service port, lower case: the `elb.protocol-port`
-/// entry for that port (http, https, tcp, udp, tls), else `spec.ports[].protocol` (TCP when
-/// unset). CCE makes one listener per Service port (otc-0385 Table 7).
-pub fn listener_protocols(svc: Svc) -> Vec<(i32, String)> {
-    let entries = CATALOG
-        .get(svc, "protocol-port")
-        .map(|a| protocol_entries(a.value).0)
-        .unwrap_or_default();
-    svc.ports()
-        .iter()
-        .map(|p| {
-            let proto = entries
-                .iter()
-                .find(|(_, port, _)| *port == Some(p.port))
-                .map_or_else(
-                    || p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
-                    |(proto, _, _)| proto.to_ascii_lowercase(),
-                );
-            (p.port, proto)
-        })
-        .collect()
-}
 
 fn layer7(cat: &Catalog, svc: Svc) -> bool {
     cat.get(svc, "protocol-port").is_some_and(|a| {

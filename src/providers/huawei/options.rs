@@ -160,7 +160,7 @@ fn fits_every_listener(o: &Map<String, Value>, svc: Svc, out: &mut Vec<String>) 
     if !PROTOCOLS.contains(&p) {
         return;
     }
-    let misfits: Vec<String> = super::listener_protocols(svc)
+    let misfits: Vec<String> = super::catalog::listener_protocols(svc)
         .into_iter()
         .filter(|(_, l)| (p == "UDP") != (l == "udp"))
         .map(|(port, l)| format!("{port} ({l})"))

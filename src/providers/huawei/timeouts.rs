@@ -16,14 +16,14 @@ pub fn keepalive(value: &str, svc: Svc) -> Vec<String> {
         return Vec::new();
     };
     // With skip-managed-listener CCE makes no listener, so nothing is sent (seed 003).
-    if super::CATALOG
+    if super::catalog::CATALOG
         .get(svc, "skip-managed-listener")
         .is_some_and(|a| a.value == "true")
         || n >= L4_MIN
     {
         return Vec::new();
     }
-    let l4: Vec<String> = super::listener_protocols(svc)
+    let l4: Vec<String> = super::catalog::listener_protocols(svc)
         .into_iter()
         .filter(|(_, p)| matches!(p.as_str(), "tcp" | "udp" | "tls"))
         .map(|(port, p)| format!("{port} ({p})"))

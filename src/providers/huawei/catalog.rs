@@ -1,0 +1,40 @@
+//! CCE's annotation catalog, and the listener protocol it gives each Service port.
+
+use crate::providers::data;
+use crate::vocab::catalog::Catalog;
+use crate::vocab::checks::protocol_entries;
+use crate::vocab::provider::Provider;
+use crate::vocab::service::Svc;
+
+pub static CATALOG: Catalog = Catalog {
+    provider: Provider::Huawei,
+    prefix: "kubernetes.io/elb.",
+    legacy_prefix: None,
+    default_address_type: None,
+    lb_id_label: None,
+    finalizers: &[],
+    table: &data::HUAWEI,
+};
+
+/// The listener protocol CCE gives each Service port, lower case: the `elb.protocol-port`
+/// entry for that port (http, https, tcp, udp, tls), else `spec.ports[].protocol` (TCP when
+/// unset). CCE makes one listener per Service port (otc-0385 Table 7).
+pub fn listener_protocols(svc: Svc) -> Vec<(i32, String)> {
+    let entries = CATALOG
+        .get(svc, "protocol-port")
+        .map(|a| protocol_entries(a.value).0)
+        .unwrap_or_default();
+    svc.ports()
+        .iter()
+        .map(|p| {
+            let proto = entries
+                .iter()
+                .find(|(_, port, _)| *port == Some(p.port))
+                .map_or_else(
+                    || p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
+                    |(proto, _, _)| proto.to_ascii_lowercase(),
+                );
+            (p.port, proto)
+        })
+        .collect()
+}
