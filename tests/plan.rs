@@ -215,3 +215,87 @@ fn an_unchanged_update_computes_no_plan() {
         "a plan was computed"
     );
 }
+
+/// `lbguard plan` on a case's files: (exit code, stdout, stderr).
+fn run_plan(case: &str, extra: &[&str]) -> (i32, String, String) {
+    let case = cases().into_iter().find(|c| c.name == case).unwrap();
+    let dir =
+        std::env::temp_dir().join(format!("lbguard-plan-{}-{}", std::process::id(), case.name));
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"));
+    cmd.arg("plan");
+    for (side, flag) in [
+        ("new", None),
+        ("old", Some("--old")),
+        ("facts", Some("--inventory")),
+    ] {
+        let v = &case.doc[side];
+        if v.is_null() {
+            continue;
+        }
+        let v = if side == "facts" {
+            serde_json::json!({ "loadBalancers": v })
+        } else {
+            v.clone()
+        };
+        let path = dir.join(format!("{side}.yaml"));
+        std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+        cmd.args(flag);
+        cmd.arg(&path);
+    }
+    let out = cmd.args(extra).output().unwrap();
+    std::fs::remove_dir_all(&dir).ok();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The command prints the steps like `terraform plan` and exits 3 when one destroys.
+#[test]
+fn the_command_prints_the_plan_and_exits_3_when_it_destroys() {
+    let (code, out, err) = run_plan("clb-port-removed-deletes-listener.yaml", &[]);
+    assert_eq!(code, 3, "{out}{err}");
+    assert!(out.contains("shop/web ("), "{out}");
+    assert!(out.contains("    - listener 443/TCP\n"), "{out}");
+    assert!(
+        out.contains(
+            "DeleteLoadBalancerListener · clbv1/listeners.go:676-689 · [plan-delete-listener]"
+        ),
+        "{out}"
+    );
+    assert!(out.contains("to destroy"), "{out}");
+
+    let (code, out, err) = run_plan("clb-force-override-takes-over.yaml", &["--output", "json"]);
+    assert_eq!(code, 3, "{out}{err}");
+    let doc: Value = serde_json::from_str(&out).unwrap();
+    let steps = &doc["services"][0]["plans"][0]["steps"];
+    let take = steps
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["action"] == "take-over")
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(take["rule"], "plan-takeover");
+    assert_eq!(take["peer"], "shop/other");
+    assert_eq!(doc["summary"]["takeOver"], 1, "{out}");
+}
+
+/// A plan with nothing destructive exits 0; one the controller never reconciles says so;
+/// unreadable input exits 2.
+#[test]
+fn the_command_exits_0_without_destruction_and_2_on_errors() {
+    let (code, out, err) = run_plan("clb-create.yaml", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("+ "), "{out}");
+    let (code, out, err) = run_plan("clb-labels-only-update-plans-nothing.yaml", &[]);
+    assert_eq!(code, 0, "{out}{err}");
+    assert!(out.contains("No changes"), "{out}");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["plan", "/nonexistent/service.yaml"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("lbguard plan:"));
+}
