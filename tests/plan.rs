@@ -299,3 +299,54 @@ fn the_command_exits_0_without_destruction_and_2_on_errors() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("lbguard plan:"));
 }
+
+/// The plan rules' findings reach `lbguard check`'s SARIF like any finding, and `lbguard
+/// rules --sources` lists each plan rule with the controller lines it comes from.
+#[test]
+fn plan_findings_reach_sarif_and_rules_list_their_sources() {
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .current_dir(ROOT)
+        .args(["check", "--provider", "alibaba", "--output", "sarif"])
+        .args([
+            "--old",
+            "examples/plan/web-live.yaml",
+            "examples/plan/web.yaml",
+        ])
+        .output()
+        .unwrap();
+    let sarif: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results: BTreeSet<&str> = sarif["runs"][0]["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|r| r["ruleId"].as_str())
+        .collect();
+    assert_eq!(
+        results,
+        BTreeSet::from(["plan-delete-listener", "plan-no-reset"]),
+        "{sarif:#}"
+    );
+
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_lbguard"))
+        .args(["rules", "--sources", "--provider", "alibaba"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    for id in [
+        "plan-takeover",
+        "plan-delete-listener",
+        "plan-orphan",
+        "plan-no-reset",
+        "plan-convert",
+        "plan-misread",
+    ] {
+        let line = text
+            .lines()
+            .find(|l| l.starts_with(&format!("{id}: ")))
+            .unwrap_or_else(|| panic!("{id} not listed:\n{text}"));
+        assert!(
+            line.contains("kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/"),
+            "{line}"
+        );
+    }
+}
