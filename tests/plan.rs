@@ -16,6 +16,34 @@ use serde_json::Value;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
+/// Counts this thread's allocations, so a test can show a path allocates nothing.
+struct Counting;
+
+thread_local! {
+    static ALLOCATIONS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+// SAFETY: forwards every call to the system allocator unchanged; only counts.
+unsafe impl std::alloc::GlobalAlloc for Counting {
+    unsafe fn alloc(&self, layout: std::alloc::Layout) -> *mut u8 {
+        let _ = ALLOCATIONS.try_with(|c| c.set(c.get() + 1));
+        // SAFETY: the caller's contract is the system allocator's.
+        unsafe { std::alloc::System.alloc(layout) }
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: std::alloc::Layout) {
+        // SAFETY: `ptr` came from `alloc` above, that is from the system allocator.
+        unsafe { std::alloc::System.dealloc(ptr, layout) }
+    }
+}
+
+#[global_allocator]
+static ALLOCATOR: Counting = Counting;
+
+fn allocations() -> usize {
+    ALLOCATIONS.with(|c| c.get())
+}
+
 struct Case {
     name: String,
     doc: Value,
@@ -184,7 +212,7 @@ fn a_plan_rule_set_to_deny_denies() {
 }
 
 /// An update that asks nothing new of the cloud computes no plan: the rules return before
-/// building one (what `plan::relevant` compares is read in place).
+/// building one, and allocate nothing (what `plan::relevant` compares is read in place).
 #[test]
 fn an_unchanged_update_computes_no_plan() {
     let case = cases()
@@ -202,18 +230,43 @@ fn an_unchanged_update_computes_no_plan() {
     .unwrap();
     let ctx = Ctx::new(&input, &config, &versions, &EmptyCluster, &EmptyInventory);
     let p = providers(&ctx);
-    let mut findings = lbguard::engine::Findings::new();
-    for rule in lbguard::rules::registry()
+    let rules: Vec<_> = lbguard::rules::registry()
         .iter()
         .filter(|r| r.id.starts_with("plan-"))
-    {
+        .collect();
+    assert_eq!(rules.len(), 6);
+    let mut findings = lbguard::engine::Findings::new();
+    let before = allocations();
+    for rule in &rules {
         lbguard::engine::run_rule(rule, &ctx, &p, &mut findings);
     }
+    assert_eq!(allocations() - before, 0, "the plan rules allocated");
     assert!(findings.is_empty());
     assert!(
         ctx.plans.iter().all(|c| c.get().is_none()),
         "a plan was computed"
     );
+
+    // The counter counts: an update that removes a port plans, and allocates.
+    let case = cases()
+        .into_iter()
+        .find(|c| c.name == "clb-port-removed-deletes-listener.yaml")
+        .unwrap();
+    let input = Input::new(
+        Operation::Update,
+        service(&case.doc["new"]),
+        service(&case.doc["old"]),
+        UserInfo::default(),
+    )
+    .unwrap();
+    let ctx = Ctx::new(&input, &config, &versions, &EmptyCluster, &EmptyInventory);
+    let p = providers(&ctx);
+    let before = allocations();
+    for rule in &rules {
+        lbguard::engine::run_rule(rule, &ctx, &p, &mut findings);
+    }
+    assert!(allocations() > before);
+    assert!(!findings.is_empty());
 }
 
 /// `lbguard plan` on a case's files: (exit code, stdout, stderr).
