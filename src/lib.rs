@@ -9,6 +9,7 @@ pub mod cloud;
 pub mod cluster;
 pub mod engine;
 pub mod inventory;
+pub mod plan;
 pub mod providers;
 pub mod reload;
 pub mod rules;

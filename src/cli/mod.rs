@@ -1,4 +1,5 @@
-//! Command-line front ends: `check`, `config`, `export-vap`, `rules` and `serve`.
+//! Command-line front ends: `check`, `config`, `export-vap`, `inventory`, `plan`, `rules` and
+//! `serve`.
 
 /// `println!` that stops quietly when stdout is gone (`lbguard check ... | head`) instead
 /// of panicking.
@@ -26,6 +27,7 @@ pub mod export_vap;
 pub mod github;
 pub mod inventory;
 pub mod output;
+pub mod plan;
 pub mod positions;
 mod print;
 pub mod read;
@@ -73,6 +75,9 @@ pub enum Command {
     ExportVap(export_vap::ExportArgs),
     /// Print the config's defaults (`--defaults`), as YAML.
     Config(config::ConfigArgs),
+    /// What the cloud controller will do to the cloud for each Service, like `terraform plan`
+    /// (exit 3 when a plan deletes, takes over, orphans or converts something).
+    Plan(plan::PlanArgs),
     /// Load balancer facts from the cloud's API.
     #[command(subcommand)]
     Inventory(inventory::InventoryCommand),
@@ -114,6 +119,7 @@ pub fn run(cli: Cli) -> ExitCode {
         Command::Config(args) => config::run(args),
         Command::ExportVap(args) => export_vap::run(args),
         Command::Inventory(cmd) => inventory::run(cmd),
+        Command::Plan(args) => plan::run(args),
         Command::Serve(args) => {
             let runtime = match tokio::runtime::Builder::new_multi_thread()
                 .enable_all()

@@ -13,8 +13,6 @@ pub(super) struct Fixed {
     pub(super) clb: Option<&'static str>,
     /// ACK NLB: the error when it changes (compared in any case), or `None`.
     pub(super) nlb: Option<&'static str>,
-    /// ACK NLB applies a change in place: what it does, for a warning.
-    pub(super) nlb_in_place: Option<&'static str>,
 }
 
 pub(super) const fn fixed(
@@ -27,23 +25,18 @@ pub(super) const fn fixed(
         default,
         clb: Some(clb),
         nlb: None,
-        nlb_in_place: None,
     }
 }
 
 /// kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/
 /// loadbalancer.go:128-154 and nlbv2/loadbalancer.go:187-206, 209-228.
 pub(super) static ALIBABA_FIXED: &[Fixed] = &[
-    Fixed {
-        nlb_in_place: Some(
-            "the NLB controller converts the NLB's address type in place (UpdateNLBAddressType): its address changes",
-        ),
-        ..fixed(
-            "address-type",
-            Some("internet"),
-            "alicloud: can not change LoadBalancer AddressType once created. delete and retry",
-        )
-    },
+    // An NLB's address type changes in place: `plan-convert` warns.
+    fixed(
+        "address-type",
+        Some("internet"),
+        "alicloud: can not change LoadBalancer AddressType once created. delete and retry",
+    ),
     fixed(
         "master-zoneid",
         None,
@@ -80,13 +73,5 @@ pub(super) static ALIBABA_FIXED: &[Fixed] = &[
         None,
         "alicloud: can not change LoadBalancer address once created",
     ),
-    Fixed {
-        suffix: "zone-maps",
-        default: None,
-        clb: None,
-        nlb: None,
-        nlb_in_place: Some(
-            "the NLB controller adds or moves the NLB's zones in place (a zone removed from the annotation stays on the NLB)",
-        ),
-    },
+    // NLB zone-maps change in place (`plan-convert`); CLB has no such annotation.
 ];

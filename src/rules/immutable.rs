@@ -40,7 +40,7 @@ fn immutable_attributes(p: Provider) -> &'static [Fixed] {
 /// ACK's controllers compare the annotation with the live LB, so a removed (or empty)
 /// annotation is ignored and an unset one means the CCM default; CCE's class defaults to
 /// `union`. ACK's NLB controller compares in any case and changes its address type and zones
-/// in place (a warning, not a denial).
+/// in place: `plan-convert` warns about that.
 pub fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     if cat.provider == Provider::Alibaba {
         super::reuse::compared_with_the_live_lb(ctx, cat, out);
@@ -88,15 +88,8 @@ pub fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findi
                 annotation_field(n.key),
                 format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); {}; restore the old value, or delete and recreate the Service", n.key, n.value, fixed_why(cat.provider, error)),
             );
-        } else if nlb
-            && let Some(what) = f.nlb_in_place
-            && changed(true)
-        {
-            out.advise(
-                annotation_field(n.key),
-                format!("{} changes from {was} to \"{}\": {what}", n.key, n.value),
-            );
         }
+        // An NLB converted in place (address type, zones): `plan-convert` warns.
     }
 }
 
@@ -187,14 +180,6 @@ pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static
             out.push(CelCheck::new(
                 format!("{transition} && {nlb} && {np} && {}", differs(true)),
                 message(e),
-            ));
-        } else if let Some(what) = f.nlb_in_place {
-            out.push(CelCheck::advice(
-                format!("{transition} && {nlb} && {np} && {}", differs(true)),
-                format!(
-                    "'[lb-attributes-immutable] ' + {nk} + ' changes from ' + {was} + ' to \"' + {nv} + '\": {}'",
-                    what.replace('\'', "\\'").replace('"', "\\\"")
-                ),
             ));
         }
     }

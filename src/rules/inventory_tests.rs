@@ -141,8 +141,9 @@ fn reuse_same_vpc_without_cluster_vpc_cannot_tell() {
 #[case::alibaba_users_listener_is_expected(Alibaba, "lb-user-internet", 443, "TCP", &[], Warn)]
 #[case::alibaba_users_listener_bound(Alibaba, "lb-user-internet", 443, "TCP", &[("vgroup-port", "rsp-bp1abc:443")], Pass)]
 #[case::alibaba_override_is_not_true(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "True")], Warn)]
-// With it (clbv1/listeners.go:645-708): same protocol is taken over, another one refused.
-#[case::alibaba_override_same_protocol(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "true"), ("protocol-port", "https:443")], Warn)]
+// With it (clbv1/listeners.go:645-708): same protocol is taken over (`plan-takeover` says
+// so), another one refused.
+#[case::alibaba_override_same_protocol(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "true"), ("protocol-port", "https:443")], Pass)]
 #[case::alibaba_override_other_protocol(Alibaba, "lb-user-internet", 443, "TCP", &[("force-override-listeners", "true")], Deny)]
 #[case::alibaba_other_clusters_listener(Alibaba, "lb-user-internet", 8443, "TCP", &[], Deny)]
 #[case::alibaba_other_clusters_listener_override(Alibaba, "lb-user-internet", 8443, "TCP", &[("force-override-listeners", "true")], Deny)]

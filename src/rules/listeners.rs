@@ -298,10 +298,7 @@ fn inventory_ports(ctx: &Ctx, cat: &'static Catalog, new: Svc, out: &mut Finding
                 );
             }
         } else if theirs == proto {
-            out.advise(
-                "spec.ports",
-                format!("{what}; force-override-listeners: \"true\" takes it over: the cloud controller rewrites it to forward to this Service"),
-            );
+            // Taken over: `plan-takeover` says so, with the owner.
         } else {
             out.push(
                 "spec.ports",

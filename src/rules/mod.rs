@@ -6,6 +6,7 @@ mod fixed;
 pub mod immutable;
 pub mod inventory;
 pub mod listeners;
+mod plan;
 mod ports;
 pub mod reuse;
 
@@ -25,6 +26,7 @@ static REGISTRY: LazyLock<Vec<&'static Rule>> = LazyLock::new(|| {
         .chain(inventory::RULES)
         .chain(listeners::RULES)
         .chain(annotations::RULES)
+        .chain(plan::RULES)
         .collect()
 });
 
@@ -240,6 +242,37 @@ mod tests {
                 );
             }
         }
+    }
+
+    /// The plan table's rules (RULES.md "The plan"): registered with class `plan`, the
+    /// catalog's default, and every provider it names (`others where published` beyond).
+    #[test]
+    fn catalog_plan_rules_are_registered() {
+        let catalog = include_str!("../../tests/fixtures/RULES.md");
+        let section = catalog
+            .split("\n## ")
+            .find(|s| s.starts_with("The plan"))
+            .expect("RULES.md has the plan section");
+        let mut seen = 0;
+        for line in section.lines() {
+            let Some(rest) = line.strip_prefix("| `") else {
+                continue;
+            };
+            let Some((id, rest)) = rest.split_once('`') else {
+                continue;
+            };
+            let cols: Vec<&str> = rest.split('|').map(str::trim).collect();
+            let rule = find(id).unwrap_or_else(|| panic!("plan rule {id} is not registered"));
+            assert_eq!(rule.class, Class::Plan, "{id}");
+            assert_eq!(rule.default.as_str(), cols[2], "{id}");
+            for p in cols[1].split(',').map(str::trim) {
+                if let Ok(p) = p.parse::<Provider>() {
+                    assert!(rule.providers.contains(&p), "{id} does not name {p}");
+                }
+            }
+            seen += 1;
+        }
+        assert_eq!(seen, 6, "the catalog's plan table has six rules");
     }
 
     #[test]

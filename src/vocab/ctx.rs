@@ -1,12 +1,14 @@
 //! What a rule reads (the request, the config, versions, the cluster and the inventory)
 //! and what it writes (findings).
 
+use std::cell::OnceCell;
 use std::sync::Arc;
 use std::time::Instant;
 
 use super::config::Config;
 use super::input::Input;
 use super::lb::{Family, LoadBalancer};
+use super::plan::Plan;
 use super::provider::Provider;
 use super::service::Svc;
 use super::version::Known;
@@ -124,6 +126,9 @@ pub struct Ctx<'a> {
     pub ccm_version: &'a Known,
     pub cluster: &'a dyn ClusterView,
     pub inventory: &'a dyn Inventory,
+    /// The plan of each provider (`Provider::ALL`'s order), computed by the first plan rule
+    /// that needs it and shared by the others.
+    pub plans: [OnceCell<Plan>; 4],
 }
 
 impl<'a> Ctx<'a> {
@@ -143,6 +148,7 @@ impl<'a> Ctx<'a> {
             ccm_version: &versions.ccm,
             cluster,
             inventory,
+            plans: Default::default(),
         }
     }
 

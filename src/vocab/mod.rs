@@ -17,6 +17,7 @@ pub mod go;
 pub mod input;
 pub mod labels;
 pub mod lb;
+pub mod plan;
 pub mod provider;
 pub mod route;
 pub mod rule;

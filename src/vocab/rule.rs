@@ -37,6 +37,8 @@ pub enum Class {
     /// Needs the cluster view and, when configured, the inventory.
     ClusterInventory,
     Delete,
+    /// Reads the plan: the live object and the load balancer's facts.
+    Plan,
 }
 
 impl Class {
@@ -54,6 +56,7 @@ impl Class {
             Class::Inventory => "inventory",
             Class::ClusterInventory => "cluster + inventory",
             Class::Delete => "delete",
+            Class::Plan => "plan",
         }
     }
 }

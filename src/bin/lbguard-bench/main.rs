@@ -8,12 +8,15 @@
 //!   reused load balancer send nothing.
 //! - `exceptions`: what N held `LBGuardException`s cost a request with a finding and a watch
 //!   event, and their memory (each size in its own process).
+//! - `plan`: what the plan rules add to one admission: an unchanged update (no plan), one
+//!   that removes a port and an annotation, and a create, with the plan rules on and off.
 
 mod bare;
 mod cache;
 mod claims;
 mod exceptions;
 mod http;
+mod plan;
 
 use cache::measure;
 
@@ -86,6 +89,14 @@ enum Cmd {
         namespaces: usize,
         #[command(flatten)]
         run: SizedArgs,
+    },
+    /// The cost of the plan rules per admission, on and off.
+    Plan {
+        /// Requests timed per case.
+        #[arg(long, default_value_t = 20000)]
+        requests: usize,
+        #[arg(long)]
+        json: bool,
     },
     /// The cost of listener claims per admission.
     Claims {
@@ -162,6 +173,18 @@ fn main() -> ExitCode {
                     ExitCode::FAILURE
                 }
             }
+        }
+        Cmd::Plan { requests, json } => {
+            let rows = plan::run(requests);
+            if json {
+                println!(
+                    "{}",
+                    serde_json::to_string_pretty(&rows).unwrap_or_default()
+                );
+            } else {
+                plan::print(&rows);
+            }
+            ExitCode::SUCCESS
         }
         Cmd::Cache { sizes, run } => by_size(
             Sized {

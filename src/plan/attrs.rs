@@ -1,0 +1,112 @@
+//! The attributes ACK's controllers set from annotations and compare with the cloud only
+//! when the annotation is set: a change is an update call, a removal (or an empty value)
+//! is no call at all, so the cloud keeps the last value (`plan-no-reset`). Each row names
+//! the line where the controller compares it only when set.
+
+use super::attr_table::{Attr, CLB_LISTENER, On};
+pub(super) use super::attr_table::{CLB, NLB};
+use super::listeners::Want;
+use super::side::{Side, code};
+use crate::vocab::plan::{Action, Plan, Step};
+
+/// The call that updates a CLB listener of this protocol.
+fn clb_listener_call(proto: &str) -> &'static str {
+    match proto {
+        "UDP" => "SetLoadBalancerUDPListenerAttribute",
+        "HTTP" => "SetLoadBalancerHTTPListenerAttribute",
+        "HTTPS" => "SetLoadBalancerHTTPSListenerAttribute",
+        _ => "SetLoadBalancerTCPListenerAttribute",
+    }
+}
+
+fn applies(on: On, proto: &str) -> bool {
+    match on {
+        On::Listener(ps) => ps.is_empty() || ps.contains(&proto),
+        _ => true,
+    }
+}
+
+/// Updates for changed attributes and no-reset notes for removed ones, between the live
+/// Service and the new one. `lb` names the load balancer; `listeners` are this Service's
+/// listeners the controller keeps and manages; `groups` whether server group rows apply.
+pub(super) fn diff(
+    old: &Side,
+    new: &Side,
+    table: &[Attr],
+    lb: &str,
+    listeners: &[&Want],
+    plan: &mut Plan,
+) {
+    let mut changed_listener: Vec<&Attr> = Vec::new();
+    let mut changed_group: Vec<&str> = Vec::new();
+    for a in table {
+        let (was, now) = (old.get(a.suffix), new.get(a.suffix));
+        if was == now {
+            continue;
+        }
+        let key = new.cat.key(a.suffix);
+        match (was, now, a.on) {
+            (Some(w), None, _) => {
+                if plan.steps.iter().any(|s| s.subject == a.stays) {
+                    continue;
+                }
+                if matches!(a.on, On::Listener(_))
+                    && !listeners.iter().any(|l| applies(a.on, &l.proto))
+                {
+                    continue;
+                }
+                plan.push(
+                    Step::new(Action::Keep, a.stays, a.source)
+                        .detail(format!("{key} was \"{w}\" and is removed (or empty), but the controller compares it only when it is set, so it makes no call; set the value you want instead of removing it"))
+                        .rule("plan-no-reset")
+                        .field(old.field(a.suffix)),
+                );
+            }
+            (_, Some(n), On::Lb) => plan.push(
+                Step::new(Action::Update, lb.to_string(), a.source)
+                    .detail(match was {
+                        Some(w) => format!("{} from \"{w}\" to \"{n}\"", a.suffix),
+                        None => format!("{} set to \"{n}\" (if it differs)", a.suffix),
+                    })
+                    .calls(&[a.call]),
+            ),
+            (_, Some(_), On::Listener(_)) => changed_listener.push(a),
+            (_, Some(_), On::Group) => changed_group.push(a.suffix),
+            _ => {}
+        }
+    }
+    for l in listeners {
+        let names: Vec<&str> = changed_listener
+            .iter()
+            .filter(|a| applies(a.on, &l.proto))
+            .map(|a| a.suffix)
+            .collect();
+        if names.is_empty() {
+            continue;
+        }
+        let call = match changed_listener[0].call {
+            CLB_LISTENER => clb_listener_call(&l.proto),
+            c => c,
+        };
+        plan.push(
+            Step::new(
+                Action::Update,
+                format!("listener {}", l.label()),
+                changed_listener[0].source,
+            )
+            .detail(names.join(", "))
+            .calls(&[call]),
+        );
+    }
+    if !changed_group.is_empty() {
+        plan.push(
+            Step::new(
+                Action::Update,
+                "server groups of this Service",
+                code!("controller/service/nlbv2/server_groups.go:311-470"),
+            )
+            .detail(changed_group.join(", "))
+            .calls(&["UpdateServerGroupAttribute"]),
+        );
+    }
+}

@@ -1,0 +1,242 @@
+//! Listeners and server groups as ACK's controllers model them: one listener per Service
+//! port (its protocol from `protocol-port`, an NLB port range from `listener-port-range`),
+//! matched with the load balancer's by port and protocol (clbv1/listeners.go:645-708,
+//! nlbv2/model_applier.go:436-500, 634-639), and one server group per port named after the
+//! node port (or the target port with the ENI backend).
+
+use super::side::Side;
+use crate::vocab::go;
+use crate::vocab::lb::LoadBalancer;
+
+/// A listener the Service asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Want {
+    pub port: i32,
+    /// Upper case, as lbguard prints it; CLB sends it in lower case.
+    pub proto: String,
+    /// NLB `listener-port-range`: the range replaces the port.
+    pub range: Option<(i64, i64)>,
+    /// The server group's name for this port.
+    pub group: String,
+}
+
+impl Want {
+    pub fn label(&self) -> String {
+        match self.range {
+            Some((s, e)) => format!("{s}-{e}/{}", self.proto),
+            None => format!("{}/{}", self.port, self.proto),
+        }
+    }
+}
+
+/// A listener on the load balancer: from the facts, or without them the ones the live
+/// object asked for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Have {
+    pub port: i32,
+    pub proto: String,
+    pub range: Option<(i64, i64)>,
+    /// `external`, `namespace/name`, or `namespace/name (cluster)`.
+    pub owner: String,
+    pub mine: bool,
+}
+
+impl Have {
+    pub fn label(&self) -> String {
+        match self.range {
+            Some((s, e)) => format!("{s}-{e}/{}", self.proto),
+            None => format!("{}/{}", self.port, self.proto),
+        }
+    }
+
+    /// The Service of this cluster it belongs to, when not this one.
+    pub fn peer(&self) -> Option<String> {
+        (!self.mine && self.owner != "external" && !self.owner.contains(' '))
+            .then(|| self.owner.clone())
+    }
+
+    pub fn whose(&self) -> String {
+        if self.mine {
+            "this Service's".into()
+        } else if self.owner == "external" {
+            "made outside Kubernetes".into()
+        } else {
+            format!("Service {}'s", self.owner)
+        }
+    }
+
+    /// Why it goes, and whose it was.
+    pub fn whose_detail(&self, why: &str) -> String {
+        if self.mine {
+            why.to_string()
+        } else {
+            format!("{why}; it is {} listener, not this Service's", self.whose())
+        }
+    }
+
+    pub fn matches(&self, w: &Want) -> bool {
+        let port = match (w.range, self.range) {
+            (None, None) => w.port == self.port,
+            (Some(a), Some(b)) => a == b,
+            _ => false,
+        };
+        port && self.proto.eq_ignore_ascii_case(&w.proto)
+    }
+}
+
+/// The listeners a Service asks for, or the controller's error for `protocol-port` or
+/// `listener-port-range` (annotation-format says what is wrong).
+pub(super) fn wanted(side: &Side, nlb: bool, cluster: &str) -> Result<Vec<Want>, String> {
+    let mapped = side.get("protocol-port");
+    let ranges = side.get("listener-port-range");
+    let eni = side
+        .svc
+        .annotation(crate::providers::alibaba::nlb::BACKEND_TYPE)
+        .map(|v| v == "eni");
+    let mut out = Vec::new();
+    for p in side.svc.ports() {
+        let spec = p.protocol.as_deref().unwrap_or("TCP");
+        let proto = match mapped {
+            None => spec.to_ascii_uppercase(),
+            Some(m) => protocol(m, p.port, nlb)?.unwrap_or_else(|| spec.to_ascii_uppercase()),
+        };
+        let range = match (nlb, ranges) {
+            (true, Some(r)) => port_range(r, p.port)?,
+            _ => None,
+        };
+        let group_port = if eni == Some(true) {
+            match &p.target_port {
+                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i)) => {
+                    i.to_string()
+                }
+                Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s)) => {
+                    s.clone()
+                }
+                None => p.port.to_string(),
+            }
+        } else {
+            match p.node_port {
+                Some(n) if n != 0 => n.to_string(),
+                _ => "<nodePort>".into(),
+            }
+        };
+        let (svc, ns) = (
+            side.svc.0.metadata.name.as_deref().unwrap_or_default(),
+            side.svc
+                .0
+                .metadata
+                .namespace
+                .as_deref()
+                .unwrap_or("default"),
+        );
+        let group = match (nlb, range) {
+            (false, _) => format!("k8s/{group_port}/{svc}/{ns}/{cluster}"),
+            (true, Some((s, e))) => format!("k8s.{s}_{e}.{proto}.{svc}.{ns}.{cluster}"),
+            (true, None) => format!("k8s.{group_port}.{proto}.{svc}.{ns}.{cluster}"),
+        };
+        out.push(Want {
+            port: p.port,
+            proto,
+            range,
+            group,
+        });
+    }
+    Ok(out)
+}
+
+/// `protocol-port` for one port, as `protocol` (clbv1/listeners.go:711-737) and
+/// `nlbListenerProtocol` (nlbv2/listeners.go:620-644) read it: the first entry naming the
+/// port; CLB takes http/https/tcp/udp exactly, NLB TCP/UDP/TCPSSL in any case.
+fn protocol(value: &str, port: i32, nlb: bool) -> Result<Option<String>, String> {
+    let port = port.to_string();
+    for entry in value.split(',') {
+        let pp: Vec<&str> = entry.split(':').collect();
+        if pp.len() < 2 {
+            return Err(format!("protocol-port entry \"{entry}\" has no colon"));
+        }
+        let ok = if nlb {
+            ["TCP", "UDP", "TCPSSL"]
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case(pp[0]))
+        } else {
+            ["http", "https", "tcp", "udp"].contains(&pp[0])
+        };
+        if !ok {
+            return Err(format!(
+                "protocol-port protocol \"{}\" is not one the controller takes",
+                pp[0]
+            ));
+        }
+        if pp[1] == port {
+            return Ok(Some(pp[0].to_ascii_uppercase()));
+        }
+    }
+    Ok(None)
+}
+
+/// `listener-port-range` for one port (nlbv2/listeners.go:77-110).
+fn port_range(value: &str, port: i32) -> Result<Option<(i64, i64)>, String> {
+    let port = port.to_string();
+    for entry in value.split(',') {
+        let pp: Vec<&str> = entry.split(':').collect();
+        if pp.len() != 2 {
+            return Err(format!(
+                "listener-port-range entry \"{entry}\" is not <start>-<end>:<port>"
+            ));
+        }
+        if pp[1] == port {
+            let bounds: Vec<&str> = pp[0].split('-').collect();
+            let [s, e] = bounds[..] else {
+                return Err(format!(
+                    "listener-port-range entry \"{entry}\" is not <start>-<end>:<port>"
+                ));
+            };
+            let (s, e) = (go::atoi(s)?, go::atoi(e)?);
+            if s >= e || s < 1 || e > 65535 {
+                return Err(format!(
+                    "listener-port-range entry \"{entry}\" is not a valid range"
+                ));
+            }
+            return Ok(Some((s, e)));
+        }
+    }
+    Ok(None)
+}
+
+/// The load balancer's listeners the controller compares with: the facts' (all of them,
+/// or only this Service's when `only_mine`), or without facts those the live side asked
+/// for, when the controller managed them.
+pub(super) fn held(
+    side: &Side,
+    facts: Option<&LoadBalancer>,
+    nlb: bool,
+    only_mine: bool,
+) -> Vec<Have> {
+    let me = side.me();
+    match facts {
+        Some(lb) => lb
+            .listeners
+            .iter()
+            .map(|l| Have {
+                port: i32::from(l.port),
+                proto: l.protocol.to_ascii_uppercase(),
+                range: None,
+                mine: l.owner == me,
+                owner: l.owner.clone(),
+            })
+            .filter(|h| h.mine || !only_mine)
+            .collect(),
+        None if side.manages_listeners() => wanted(side, nlb, "")
+            .unwrap_or_default()
+            .into_iter()
+            .map(|w| Have {
+                port: w.port,
+                proto: w.proto,
+                range: w.range,
+                owner: me.clone(),
+                mine: true,
+            })
+            .collect(),
+        None => Vec::new(),
+    }
+}
