@@ -6,12 +6,15 @@
 //! - `claims`: what listener claims add to one /validate admission, against the in-memory
 //!   Lease API (the API server's own write time comes on top), and that Services without a
 //!   reused load balancer send nothing.
+//! - `engine`: one UPDATE through the full rule set per provider body (ACK CLB and NLB, CCE,
+//!   VKE, CTyun), in time and, under callgrind, in instructions (load-independent).
 //! - `exceptions`: what N held `LBGuardException`s cost a request with a finding and a watch
 //!   event, and their memory (each size in its own process).
 
 mod bare;
 mod cache;
 mod claims;
+mod engine;
 mod exceptions;
 mod http;
 
@@ -87,6 +90,22 @@ enum Cmd {
         #[command(flatten)]
         run: SizedArgs,
     },
+    /// One UPDATE through the full rule set per provider body: time, and with
+    /// `--instructions` instructions per evaluation (callgrind; needs valgrind).
+    Engine {
+        /// Evaluations timed per body.
+        #[arg(long, default_value_t = 20000)]
+        iterations: usize,
+        /// Also count instructions per evaluation over this many evaluations (under
+        /// valgrind's callgrind, so the figure does not depend on the machine's load).
+        #[arg(long, num_args = 0..=1, default_missing_value = "1000")]
+        instructions: Option<usize>,
+        #[arg(long)]
+        json: bool,
+        /// Internal: run one body in this process.
+        #[arg(long, hide = true)]
+        one: Option<String>,
+    },
     /// The cost of listener claims per admission.
     Claims {
         /// Admissions timed per case.
@@ -159,6 +178,34 @@ fn main() -> ExitCode {
                 }
                 Err(e) => {
                     eprintln!("lbguard-bench http: {e:#}");
+                    ExitCode::FAILURE
+                }
+            }
+        }
+        Cmd::Engine {
+            iterations,
+            instructions,
+            json,
+            one,
+        } => {
+            if let Some(body) = one {
+                engine::one(&body, iterations);
+                return ExitCode::SUCCESS;
+            }
+            match engine::measure(iterations, instructions) {
+                Ok(rows) if json => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&rows).unwrap_or_default()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(rows) => {
+                    engine::print(&rows);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("lbguard-bench engine: {e}");
                     ExitCode::FAILURE
                 }
             }
