@@ -310,6 +310,11 @@ const EXTERNAL: &[&str] = &[
     // The node recipe's scripts (development.md).
     "--install-deps",
     "--purge",
+    // scripts/bench-http's and lbguard-bench's (performance.md, CONTRIBUTING.md's release
+    // checklist).
+    "--against",
+    "--body",
+    "--instructions",
 ];
 
 #[test]

@@ -10,6 +10,7 @@ const SCRIPTS: &[&str] = &[
     "scripts/test",
     "scripts/venv",
     "scripts/bench-e2e",
+    "scripts/bench-http",
     "scripts/rules-table",
 ];
 

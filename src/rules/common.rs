@@ -484,13 +484,42 @@ fn deletion_protection_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 fn closest(key: &str, known: impl Iterator<Item = String>) -> Option<String> {
     let lower = key.to_ascii_lowercase();
     known
-        .map(|k| {
-            let d = strsim::levenshtein(&lower, &k.to_ascii_lowercase());
-            (d, k)
+        .filter_map(|k| {
+            let d = edits_up_to(&lower, &k.to_ascii_lowercase(), TYPO)?;
+            Some((d, k))
         })
-        .filter(|(d, _)| *d <= 4)
         .min_by_key(|(d, _)| *d)
         .map(|(_, k)| k)
+}
+
+/// The most edits a misspelt key is away from the one meant.
+const TYPO: usize = 4;
+
+/// The Levenshtein distance of `a` and `b` when it is at most `max`. A shared prefix or
+/// suffix changes no distance, and keys share a long one (the provider's prefix), so only
+/// what differs is compared: a table of some 200 keys made a misspelt annotation cost
+/// several million instructions per admission.
+fn edits_up_to(a: &str, b: &str, max: usize) -> Option<usize> {
+    let pre: usize = a
+        .chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let (a, b) = (&a[pre..], &b[pre..]);
+    let suf: usize = a
+        .chars()
+        .rev()
+        .zip(b.chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let (a, b) = (&a[..a.len() - suf], &b[..b.len() - suf]);
+    // At least one edit per character of difference in length.
+    if a.chars().count().abs_diff(b.chars().count()) > max {
+        return None;
+    }
+    Some(strsim::levenshtein(a, b)).filter(|d| *d <= max)
 }
 
 fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {

@@ -396,3 +396,32 @@ fn config_can_add_known_annotations() {
     let config = cfg("knownAnnotations:\n  ctyun: [listener-idle-timeout]\n");
     expect(&create(s), &config, "unknown-annotation", Pass);
 }
+
+/// The suggestion's distance is Levenshtein's, only computed on what differs.
+#[test]
+fn edits_up_to_is_levenshtein_within_the_bound() {
+    let keys = [
+        "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-address-type",
+        "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-adress-type",
+        "service.beta.kubernetes.io/alicloud-loadbalancer-address-type",
+        "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id",
+        "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-ids",
+        "kubernetes.io/elb.class",
+        "kubernetes.io/elb.clas",
+        "kubernetes.io/élb.class",
+        "aaa",
+        "",
+    ];
+    for a in keys {
+        for b in keys {
+            let d = strsim::levenshtein(a, b);
+            for max in [0, 1, 4, 100] {
+                assert_eq!(
+                    super::edits_up_to(a, b, max),
+                    (d <= max).then_some(d),
+                    "{a} / {b} / {max}"
+                );
+            }
+        }
+    }
+}

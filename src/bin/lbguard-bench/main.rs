@@ -6,6 +6,8 @@
 //! - `claims`: what listener claims add to one /validate admission, against the in-memory
 //!   Lease API (the API server's own write time comes on top), and that Services without a
 //!   reused load balancer send nothing.
+//! - `engine`: one UPDATE through the full rule set per provider body (ACK CLB and NLB, CCE,
+//!   VKE, CTyun), in time and, under callgrind, in instructions (load-independent).
 //! - `exceptions`: what N held `LBGuardException`s cost a request with a finding and a watch
 //!   event, and their memory (each size in its own process).
 //! - `plan`: what the plan rules add to one admission: an unchanged update (no plan), one
@@ -14,6 +16,7 @@
 mod bare;
 mod cache;
 mod claims;
+mod engine;
 mod exceptions;
 mod http;
 mod plan;
@@ -97,6 +100,22 @@ enum Cmd {
         requests: usize,
         #[arg(long)]
         json: bool,
+    },
+    /// One UPDATE through the full rule set per provider body: time, and with
+    /// `--instructions` instructions per evaluation (callgrind; needs valgrind).
+    Engine {
+        /// Evaluations timed per body.
+        #[arg(long, default_value_t = 20000)]
+        iterations: usize,
+        /// Also count instructions per evaluation over this many evaluations (under
+        /// valgrind's callgrind, so the figure does not depend on the machine's load).
+        #[arg(long, num_args = 0..=1, default_missing_value = "1000")]
+        instructions: Option<usize>,
+        #[arg(long)]
+        json: bool,
+        /// Internal: run one body in this process.
+        #[arg(long, hide = true)]
+        one: Option<String>,
     },
     /// The cost of listener claims per admission.
     Claims {
@@ -185,6 +204,34 @@ fn main() -> ExitCode {
                 plan::print(&rows);
             }
             ExitCode::SUCCESS
+        }
+        Cmd::Engine {
+            iterations,
+            instructions,
+            json,
+            one,
+        } => {
+            if let Some(body) = one {
+                engine::one(&body, iterations);
+                return ExitCode::SUCCESS;
+            }
+            match engine::measure(iterations, instructions) {
+                Ok(rows) if json => {
+                    println!(
+                        "{}",
+                        serde_json::to_string_pretty(&rows).unwrap_or_default()
+                    );
+                    ExitCode::SUCCESS
+                }
+                Ok(rows) => {
+                    engine::print(&rows);
+                    ExitCode::SUCCESS
+                }
+                Err(e) => {
+                    eprintln!("lbguard-bench engine: {e}");
+                    ExitCode::FAILURE
+                }
+            }
         }
         Cmd::Cache { sizes, run } => by_size(
             Sized {

@@ -2,7 +2,7 @@
 //! admitted Service's ports, and which listener claims the answer waits for.
 
 use super::answer::{Answer, Endpoint, Reject, allowed, refuse};
-use super::decode::{read_request, service};
+use super::decode::{RawUser, read_request, read_service_review, service};
 use crate::engine::{Input, Operation, UserInfo, Verdict, Violation, evaluate, mutate};
 use crate::rules::Action;
 use crate::server::state::AppState;
@@ -116,6 +116,23 @@ pub(super) fn prepare(bytes: &[u8]) -> Step {
 
 fn read_input(bytes: &[u8]) -> Result<Prepared, Step> {
     let done = |r| Step::Done(Box::new(r));
+    // The common case, a well-formed Service review, in one pass; anything else (other
+    // kinds, exceptions, malformed reviews or objects) the careful way below.
+    if let Some((uid, mut req)) = read_service_review(bytes) {
+        let (object, old_object) = req.objects();
+        return service_input(
+            uid,
+            Request {
+                operation: &req.operation,
+                user: req.user_info,
+                object,
+                old_object,
+                namespace: req.namespace,
+                name: req.name,
+                dry_run: req.dry_run,
+            },
+        );
+    }
     let (uid, req) = match read_request(bytes) {
         Ok(r) => r,
         Err((uid, message)) => return Err(done(refuse(uid.as_deref(), message))),
@@ -144,18 +161,9 @@ fn read_input(bytes: &[u8]) -> Result<Prepared, Step> {
             claims: vec![],
         })));
     }
-    let operation = match req.operation.as_str() {
-        "CREATE" => Operation::Create,
-        "UPDATE" => Operation::Update,
-        "DELETE" => Operation::Delete,
-        "CONNECT" => Operation::Connect,
-        other => {
-            return Err(done(refuse(
-                Some(&uid),
-                format!("unknown operation {other:?}"),
-            )));
-        }
-    };
+    if let Err(e) = operation(&req.operation) {
+        return Err(done(refuse(Some(&uid), e)));
+    }
     let (object, old_object) = match (
         service(req.object, "object"),
         service(req.old_object, "oldObject"),
@@ -163,9 +171,51 @@ fn read_input(bytes: &[u8]) -> Result<Prepared, Step> {
         (Ok(o), Ok(old)) => (o, old),
         (Err(e), _) | (_, Err(e)) => return Err(done(refuse(Some(&uid), e))),
     };
+    service_input(
+        uid,
+        Request {
+            operation: &req.operation,
+            user: req.user_info,
+            object,
+            old_object,
+            namespace: req.namespace,
+            name: req.name,
+            dry_run: req.dry_run,
+        },
+    )
+}
+
+/// A Service review's request, its objects read.
+struct Request<'a> {
+    operation: &'a str,
+    user: RawUser,
+    object: Option<k8s_openapi::api::core::v1::Service>,
+    old_object: Option<k8s_openapi::api::core::v1::Service>,
+    namespace: Option<String>,
+    name: Option<String>,
+    dry_run: Option<bool>,
+}
+
+fn operation(op: &str) -> Result<Operation, String> {
+    match op {
+        "CREATE" => Ok(Operation::Create),
+        "UPDATE" => Ok(Operation::Update),
+        "DELETE" => Ok(Operation::Delete),
+        "CONNECT" => Ok(Operation::Connect),
+        other => Err(format!("unknown operation {other:?}")),
+    }
+}
+
+fn service_input(uid: String, req: Request) -> Result<Prepared, Step> {
+    let done = |r| Step::Done(Box::new(r));
+    let operation = match operation(req.operation) {
+        Ok(o) => o,
+        Err(e) => return Err(done(refuse(Some(&uid), e))),
+    };
+    let (object, old_object) = (req.object, req.old_object);
     let user = UserInfo {
-        username: req.user_info.username.unwrap_or_default(),
-        groups: req.user_info.groups.unwrap_or_default(),
+        username: req.user.username.unwrap_or_default(),
+        groups: req.user.groups.unwrap_or_default(),
     };
     let mut input = match Input::new(operation, object, old_object, user) {
         Ok(i) => i,

@@ -100,20 +100,26 @@ pub(super) fn service(raw: Option<&RawValue>, which: &str) -> Result<Option<Serv
             );
         }
     };
-    let m = slim.metadata;
-    Ok(Some(Service {
-        metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
-            name: m.name,
-            namespace: m.namespace,
-            uid: m.uid,
-            annotations: m.annotations,
-            labels: m.labels,
-            finalizers: m.finalizers,
-            ..Default::default()
-        },
-        spec: slim.spec,
-        status: None,
-    }))
+    Ok(Some(slim.into_service()))
+}
+
+impl SlimService {
+    fn into_service(self) -> Service {
+        let m = self.metadata;
+        Service {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: m.name,
+                namespace: m.namespace,
+                uid: m.uid,
+                annotations: m.annotations,
+                labels: m.labels,
+                finalizers: m.finalizers,
+                ..Default::default()
+            },
+            spec: self.spec,
+            status: None,
+        }
+    }
 }
 
 /// A well-formed review read in one pass: envelope and request together, the objects left
@@ -127,6 +133,65 @@ struct FastEnvelope<'a> {
     kind: std::borrow::Cow<'a, str>,
     #[serde(borrow)]
     request: ReviewRequest<'a>,
+}
+
+/// A Service review read in one pass, its objects parsed where they stand (reading them as raw
+/// JSON first and parsing them after scanned each twice). Only for a well-formed review of a
+/// core Service; `None` sends any other through `read_request`, which answers it the same
+/// way it answers every review.
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ServiceEnvelope<'a> {
+    #[serde(borrow)]
+    api_version: std::borrow::Cow<'a, str>,
+    #[serde(borrow)]
+    kind: std::borrow::Cow<'a, str>,
+    request: ServiceReview,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub(super) struct ServiceReview {
+    #[serde(default)]
+    pub(super) uid: Option<String>,
+    kind: Gvk,
+    #[serde(default)]
+    pub(super) name: Option<String>,
+    #[serde(default)]
+    pub(super) namespace: Option<String>,
+    pub(super) operation: String,
+    #[serde(default)]
+    pub(super) user_info: RawUser,
+    #[serde(default)]
+    object: Option<SlimService>,
+    #[serde(default)]
+    old_object: Option<SlimService>,
+    #[serde(default)]
+    pub(super) dry_run: Option<bool>,
+}
+
+impl ServiceReview {
+    /// The objects, as `service` reads them.
+    pub(super) fn objects(&mut self) -> (Option<Service>, Option<Service>) {
+        (
+            self.object.take().map(SlimService::into_service),
+            self.old_object.take().map(SlimService::into_service),
+        )
+    }
+}
+
+/// The uid and the request of a well-formed Service review, read in one pass.
+pub(super) fn read_service_review(bytes: &[u8]) -> Option<(String, ServiceReview)> {
+    let env = serde_json::from_slice::<ServiceEnvelope>(bytes).ok()?;
+    if env.kind != "AdmissionReview"
+        || env.api_version != "admission.k8s.io/v1"
+        || !env.request.kind.group.is_empty()
+        || env.request.kind.kind != "Service"
+    {
+        return None;
+    }
+    let uid = env.request.uid.clone().filter(|u| !u.is_empty())?;
+    Some((uid, env.request))
 }
 
 /// Why a review cannot be evaluated: the request's uid when it can be read, and the message.
