@@ -66,6 +66,11 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let nlb_s = is_nlb(v);
     let nlb = on(&nlb_s, "object");
     let mut out = values(cat, &nlb_s)?;
+    out.extend(crate::providers::api::cel::checks(
+        cat,
+        &nlb_s,
+        "annotation-format",
+    ));
     let clb_protocols = cel::list(CLB_PROTOCOLS);
     let nlb_protocols: Vec<String> = NLB_PROTOCOLS
         .iter()
@@ -371,7 +376,8 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
         )
         .same_when(format!("{} + '=' + {}", a.key, a.value))
     };
-    Ok(vec![
+    let mut out = crate::providers::api::cel::checks(cat, &nlb, "dependent-annotations");
+    out.extend([
         needs("acl-status", Some("on"), "acl-id", None),
         needs("sticky-session", Some("on"), "sticky-session-type", None),
         needs(
@@ -387,5 +393,6 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
             c.violates = format!("!({} && {} != '') && {}", id.present, id.value, c.violates);
             c
         },
-    ])
+    ]);
+    Ok(out)
 }

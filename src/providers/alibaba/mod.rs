@@ -96,9 +96,12 @@ fn legacy_prefix_conflict(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) 
     }
 }
 
-/// CLB's listener settings; the NLB controller reads none of them.
+/// CLB's listener settings (the NLB controller reads none of them), and what the API
+/// needs together.
 fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
+    // Parameters the cloud's API needs together (data/alibaba-api.yaml), CLB and NLB.
+    crate::providers::api::check(ctx, cat, "dependent-annotations", out);
     if ctx.is_nlb(cat.provider) {
         return;
     }
