@@ -99,6 +99,7 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
             port(&format!("{p}[1]"))
         )
     })));
+    out.push(clb_only(forward_target(cat)));
     out.push(nlb_only(entries(cat, v, "listener-port-range", &|e| {
         let p = parts(e);
         let r = format!("{p}[0].split('-')");
@@ -395,4 +396,39 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
         },
     ]);
     Ok(out)
+}
+
+/// The CEL of `clb::forward_target`: an HTTP listener's forward target is an HTTPS port of
+/// the Service (or, on a reused load balancer, a port the Service does not have).
+fn forward_target(cat: &Catalog) -> CelCheck {
+    use crate::providers::api::cel::listener_protocol;
+    let fp = catalog_annotation(cat, "forward-port");
+    let id = catalog_annotation(cat, "id");
+    let pp = catalog_annotation(cat, "protocol-port");
+    let names = "(size(e.split(':')) == 2 && e.split(':')[0] == string(p.port))";
+    let entries = format!("{}.split(',')", fp.value);
+    let target = format!("{entries}.filter(e, {names})[0].split(':')[1]");
+    let reused = format!("({} && {} != '')", id.present, id.value);
+    let https = format!(
+        "$s.spec.ports.exists(q, q.port == int({target}) && {} == 'https')",
+        listener_protocol(cat, "q")
+    );
+    let ours = format!("$s.spec.ports.exists(q, q.port == int({target}))");
+    CelCheck::new(
+        format!(
+            "{} && {} != '' && has($s.spec.ports) && $s.spec.ports.exists(p, {} == 'http' && {entries}.exists(e, {names}) && {target}.matches({}) && !({ours} ? {https} : {reused}))",
+            fp.present,
+            fp.value,
+            listener_protocol(cat, "p"),
+            cel::lit(ATOI)
+        ),
+        format!(
+            "'[annotation-format] ' + {} + ' is \"' + {} + '\": an HTTP listener forwards to a port that is not an HTTPS port of this Service, which the CLB API refuses as ForwardPort'",
+            fp.key, fp.value
+        ),
+    )
+    .same_when(format!(
+        "{} + '=' + {} + '|' + ({} ? {} : '')",
+        fp.key, fp.value, pp.present, pp.value
+    ))
 }

@@ -4,7 +4,7 @@
 use rstest::rstest;
 
 use crate::providers::Provider::Alibaba;
-use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb};
+use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb, update};
 
 const NLB: &str = "alibabacloud.com/nlb";
 const ZONES: &str = "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2";
@@ -112,4 +112,66 @@ fn reused_nlb_zones_are_not_checked() {
             .pa(Alibaba, "id", "nlb-1")
             .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1");
     expect(&create(s), &cfg(""), F, Pass);
+}
+
+/// forward-port (clbv1/listeners.go:224-233): an HTTP listener's target must be HTTPS.
+#[rstest]
+#[case::to_https(&[(80, "http"), (443, "https")], "80:443", None, Pass)]
+#[case::to_tcp(&[(80, "http"), (443, "tcp")], "80:443", None, Deny)]
+#[case::to_nothing(&[(80, "http")], "80:443", None, Deny)]
+#[case::to_nothing_reused(&[(80, "http")], "80:443", Some("lb-1"), Pass)]
+#[case::not_http(&[(80, "tcp")], "80:443", None, Pass)]
+#[case::other_http_port(&[(80, "http"), (443, "https")], "81:8443", None, Pass)]
+fn clb_forward_target(
+    #[case] ports: &[(i32, &str)],
+    #[case] value: &str,
+    #[case] id: Option<&str>,
+    #[case] want: Expect,
+) {
+    let pp: Vec<String> = ports.iter().map(|(p, x)| format!("{x}:{p}")).collect();
+    let mut s = lb().only_port(ports[0].0, "TCP");
+    for (p, _) in &ports[1..] {
+        s = s.port(*p, "TCP");
+    }
+    s = s
+        .pa(Alibaba, "protocol-port", &pp.join(","))
+        .pa(Alibaba, "forward-port", value)
+        .pa(Alibaba, "cert-id", "cert-1");
+    if let Some(id) = id {
+        s = s.pa(Alibaba, "id", id);
+    }
+    expect(&create(s), &cfg(""), F, want);
+}
+
+/// The transitions an update shows: removing cert-id while an HTTPS port stays (the
+/// controller sends an empty certificate id on every retry), removing ip-version: ipv6
+/// from a CLB Service (absent is ipv4: clbv1/loadbalancer.go:140-141, :369-378).
+#[rstest]
+#[case::cert_removed(&[("protocol-port", "https:80"), ("cert-id", "c-1")], &[("protocol-port", "https:80")], D, Deny)]
+#[case::cert_removed_with_the_https_port(&[("protocol-port", "https:80"), ("cert-id", "c-1")], &[("protocol-port", "http:80")], D, Pass)]
+#[case::ipv6_removed(&[("ip-version", "ipv6")], &[], "lb-attributes-immutable", Deny)]
+#[case::ipv6_emptied(&[("ip-version", "ipv6")], &[("ip-version", "")], "lb-attributes-immutable", Deny)]
+#[case::ipv4_removed(&[("ip-version", "ipv4")], &[], "lb-attributes-immutable", Pass)]
+#[case::ipv6_kept(&[("ip-version", "ipv6")], &[("ip-version", "ipv6")], "lb-attributes-immutable", Pass)]
+fn clb_transitions(
+    #[case] old: &[(&str, &str)],
+    #[case] new: &[(&str, &str)],
+    #[case] rule: &str,
+    #[case] want: Expect,
+) {
+    let build = |anns: &[(&str, &str)]| anns.iter().fold(lb(), |s, (k, v)| s.pa(Alibaba, k, v));
+    expect(&update(build(old), build(new)), &cfg(""), rule, want);
+}
+
+#[test]
+fn nlb_ipv6_removal_is_not_the_clb_rule() {
+    let build = |v: Option<&str>| {
+        let s = lb().class(NLB).pa(Alibaba, "zone-maps", ZONES);
+        match v {
+            Some(v) => s.pa(Alibaba, "ip-version", v),
+            None => s,
+        }
+    };
+    let input = update(build(Some("ipv6")), build(None));
+    expect(&input, &cfg(""), "lb-attributes-immutable", Pass);
 }

@@ -58,16 +58,22 @@ fn all(cat: &Catalog, conds: &[Cond]) -> String {
     }
 }
 
-/// Some Service port's listener (as `check::listeners` reads `protocol-port`) is one of these.
-fn has_listener(cat: &Catalog, protocols: &[String]) -> String {
+/// The listener protocol (lower case) of Service port `p` (a CEL variable), as
+/// `check::listeners` reads `protocol-port`.
+pub fn listener_protocol(cat: &Catalog, p: &str) -> String {
     let pp = catalog_annotation(cat, "protocol-port");
     let entries = format!("({} ? {}.split(',') : [])", pp.present, pp.value);
-    let names = "(size(e.split(':')) >= 2 && e.split(':')[1] == string(p.port))";
-    let proto = format!(
-        "({entries}.exists(e, {names}) ? {entries}.filter(e, {names})[0].split(':')[0] : (has(p.protocol) ? p.protocol : 'TCP')).lowerAscii()"
-    );
+    let names = format!("(size(e.split(':')) >= 2 && e.split(':')[1] == string({p}.port))");
     format!(
-        "(has($s.spec.ports) && $s.spec.ports.exists(p, {proto} in {}))",
+        "({entries}.exists(e, {names}) ? {entries}.filter(e, {names})[0].split(':')[0] : (has({p}.protocol) ? {p}.protocol : 'TCP')).lowerAscii()"
+    )
+}
+
+/// Some Service port's listener is one of these.
+fn has_listener(cat: &Catalog, protocols: &[String]) -> String {
+    format!(
+        "(has($s.spec.ports) && $s.spec.ports.exists(p, {} in {}))",
+        listener_protocol(cat, "p"),
         lower_list(protocols)
     )
 }
