@@ -401,25 +401,21 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
 /// The CEL of `clb::forward_target`: an HTTP listener's forward target is an HTTPS port of
 /// the Service (or, on a reused load balancer, a port the Service does not have).
 fn forward_target(cat: &Catalog) -> CelCheck {
-    use crate::providers::api::cel::listener_protocol;
     let fp = catalog_annotation(cat, "forward-port");
     let id = catalog_annotation(cat, "id");
     let pp = catalog_annotation(cat, "protocol-port");
-    let names = "(size(e.split(':')) == 2 && e.split(':')[0] == string(p.port))";
+    let l = crate::providers::api::cel::listeners(cat);
+    let names = "(size(e.split(':')) == 2 && e.split(':')[0] == x.split('/')[0])";
     let entries = format!("{}.split(',')", fp.value);
     let target = format!("{entries}.filter(e, {names})[0].split(':')[1]");
     let reused = format!("({} && {} != '')", id.present, id.value);
-    let https = format!(
-        "$s.spec.ports.exists(q, q.port == int({target}) && {} == 'https')",
-        listener_protocol(cat, "q")
-    );
-    let ours = format!("$s.spec.ports.exists(q, q.port == int({target}))");
+    let https = format!("{l}.exists(y, y == string(int({target})) + '/https')");
+    let ours = format!("{l}.exists(y, y.split('/')[0] == string(int({target})))");
     CelCheck::new(
         format!(
-            "{} && {} != '' && has($s.spec.ports) && $s.spec.ports.exists(p, {} == 'http' && {entries}.exists(e, {names}) && {target}.matches({}) && !({ours} ? {https} : {reused}))",
+            "{} && {} != '' && {l}.exists(x, x.split('/')[1] == 'http' && {entries}.exists(e, {names}) && {target}.matches({}) && !({ours} ? {https} : {reused}))",
             fp.present,
             fp.value,
-            listener_protocol(cat, "p"),
             cel::lit(ATOI)
         ),
         format!(

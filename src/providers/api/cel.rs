@@ -69,11 +69,23 @@ pub fn listener_protocol(cat: &Catalog, p: &str) -> String {
     )
 }
 
+/// The Service's listeners as `port/protocol` strings (protocol lower case), one policy
+/// variable: every row's gate reads them.
+pub fn listeners(cat: &Catalog) -> String {
+    cel::shared(
+        "$s_ack_listeners",
+        &format!(
+            "$s != null && has($s.spec.ports) ? $s.spec.ports.map(p, string(p.port) + '/' + {}) : []",
+            listener_protocol(cat, "p")
+        ),
+    )
+}
+
 /// Some Service port's listener is one of these.
 fn has_listener(cat: &Catalog, protocols: &[String]) -> String {
     format!(
-        "(has($s.spec.ports) && $s.spec.ports.exists(p, {} in {}))",
-        listener_protocol(cat, "p"),
+        "{}.exists(x, x.split('/')[1] in {})",
+        listeners(cat),
         lower_list(protocols)
     )
 }
@@ -170,6 +182,8 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
         return Vec::new();
     };
     let mut out = Vec::new();
+    // (violation, calls made, message, witness)
+    let mut limits: Vec<(String, Vec<String>, String, String)> = Vec::new();
     for call in &table.calls {
         for p in &call.params {
             let made = format!(
@@ -179,21 +193,27 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
             );
             let a = catalog_annotation(cat, &p.from);
             match rule {
-                "annotation-format" => out.push(
-                    CelCheck::new(
-                        format!("{made} && {} && {}", set(cat, &p.from), value_bad(cat, p)),
-                        format!(
-                            "'[annotation-format] ' + {} + ' is \"' + {} + '\": the cloud\\'s API refuses it as {} of {} (allowed: {}); write e.g. \"{}\"'",
-                            a.key,
-                            a.value,
-                            p.name,
-                            call.call,
-                            esc(&p.allowed()),
-                            esc(&p.example)
-                        ),
-                    )
-                    .same_when(format!("{} + '=' + {}", a.key, a.value)),
-                ),
+                "annotation-format" => {
+                    // Rows with the same limits on the same annotation (one per listener
+                    // call) are one check: the policy stays small.
+                    let bad = format!("{} && {}", set(cat, &p.from), value_bad(cat, p));
+                    match limits.iter_mut().find(|(b, ..)| *b == bad) {
+                        Some((_, made_in, ..)) => made_in.push(made),
+                        None => limits.push((
+                            bad,
+                            vec![made],
+                            format!(
+                                "'[annotation-format] ' + {} + ' is \"' + {} + '\": the cloud\\'s API refuses it as {} (allowed: {}); write e.g. \"{}\"'",
+                                a.key,
+                                a.value,
+                                p.name,
+                                esc(&p.allowed()),
+                                esc(&p.example)
+                            ),
+                            format!("{} + '=' + {}", a.key, a.value),
+                        )),
+                    }
+                }
                 "dependent-annotations" if p.required => out.push(
                     CelCheck::new(
                         format!("{made} && !{}", set(cat, &p.from)),
@@ -236,6 +256,12 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
                 );
             }
         }
+    }
+    for (bad, made_in, message, witness) in limits {
+        out.push(
+            CelCheck::new(format!("({}) && {bad}", made_in.join(" || ")), message)
+                .same_when(witness),
+        );
     }
     out
 }
