@@ -1,8 +1,10 @@
 //! The API rows themselves: every file parses, names known annotations and sources, and
 //! every limit holds at its ends and fails one past them.
 
-use super::*;
+use super::check;
+use super::model::{Call, Param, table};
 use crate::providers::catalog;
+use crate::vocab::provider::Provider;
 
 fn rows() -> impl Iterator<Item = (Provider, &'static Call, &'static Param)> {
     Provider::ALL

@@ -1,7 +1,7 @@
 //! The CEL of `check` (`lbguard export-vap`): the same rows, the same reading of the
 //! listener protocols, the same conditions.
 
-use super::{Call, Cond, Param, Side};
+use super::model::{Call, Cond, Param, Side};
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::rule::CelCheck;
@@ -178,7 +178,7 @@ fn esc(s: &str) -> String {
 
 /// The checks of the rows `rule` owns, for a provider whose NLB test is `nlb`.
 pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
-    let Some(table) = super::table(cat.provider) else {
+    let Some(table) = super::model::table(cat.provider) else {
         return Vec::new();
     };
     let mut out = Vec::new();

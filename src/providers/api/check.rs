@@ -1,7 +1,7 @@
 //! A Service's annotations held to the API rows of its provider: each row only when the
 //! controller that takes the Service makes that call for it (per listener protocol, or once).
 
-use super::{ApiTable, Call, Cond, Param, Side};
+use super::model::{ApiTable, Call, Cond, Param, Side};
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
@@ -80,7 +80,7 @@ fn ports_for(call: &Call, row: Option<&Vec<String>>, listeners: &[Listener]) -> 
 /// Findings of the rows owned by `rule` (`annotation-format`: value limits;
 /// `dependent-annotations`: required parameters and parameters that go together).
 pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
-    let (Some(svc), Some(table)) = (ctx.new, super::table(cat.provider)) else {
+    let (Some(svc), Some(table)) = (ctx.new, super::model::table(cat.provider)) else {
         return;
     };
     let side = if ctx.is_nlb(cat.provider) {
