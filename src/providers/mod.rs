@@ -2,6 +2,7 @@
 
 mod address_type;
 pub mod alibaba;
+pub mod api;
 pub mod ctyun;
 pub mod data;
 pub mod huawei;

@@ -91,7 +91,22 @@ pub fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findi
         }
         // An NLB converted in place (address type, zones): `plan-convert` warns.
     }
+    // CLB reads an absent ip-version as ipv4 (clbv1/loadbalancer.go:140-141, :369-378), so
+    // removing ipv6 is a change the controller refuses.
+    if alibaba
+        && !nlb
+        && read(cat.get(old, "ip-version"), true).is_some_and(|o| o.value == "ipv6")
+        && read(cat.get(new, "ip-version"), true).is_none()
+    {
+        let key = cat.key("ip-version");
+        out.push(
+            annotation_field(&key),
+            format!("{key} was \"ipv6\" and is now unset, which the CLB controller reads as ipv4; {}; restore {key}: ipv6, or delete and recreate the Service", fixed_why(cat.provider, IPV6_REMOVED)),
+        );
+    }
 }
+
+const IPV6_REMOVED: &str = "alicloud: can not change LoadBalancer AddressIPVersion once created";
 
 pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
@@ -108,6 +123,29 @@ pub fn lb_attributes_immutable_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static
         "false".into()
     };
     let mut out = Vec::new();
+    if alibaba {
+        let a = catalog_annotation(cat, "ip-version");
+        let set = |s: &str| {
+            format!(
+                "({} && {} != '')",
+                cel::on(&a.present, s),
+                cel::on(&a.value, s)
+            )
+        };
+        out.push(CelCheck::new(
+            format!(
+                "{transition} && !{nlb} && {} && {} == 'ipv6' && !{}",
+                set("oldObject"),
+                cel::on(&a.value, "oldObject"),
+                set("object")
+            ),
+            cel::lit(&format!(
+                "[lb-attributes-immutable] {} was \"ipv6\" and is now unset, which the CLB controller reads as ipv4; {}",
+                cat.key("ip-version"),
+                fixed_why(cat.provider, IPV6_REMOVED)
+            )),
+        ));
+    }
     for f in immutable_attributes(cat.provider) {
         let a = catalog_annotation(cat, f.suffix);
         let set = |s: &str| {

@@ -358,7 +358,11 @@ fn nlb_listeners_do_not_overlap(
 ) {
     let mut s = lb()
         .class("alibabacloud.com/nlb")
-        .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1")
+        .pa(
+            Alibaba,
+            "zone-maps",
+            "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2",
+        )
         .ann(crate::providers::alibaba::nlb::BACKEND_TYPE, "eni");
     s.0.spec.as_mut().unwrap().ports = None;
     for (p, proto) in ports {

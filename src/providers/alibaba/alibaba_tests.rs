@@ -151,7 +151,11 @@ fn annotation_format_nlb(#[case] key: &str, #[case] value: &str, #[case] want: E
 #[case::missing(None, None, Deny)]
 #[case::missing_but_reused(None, Some("nlb-83ckzc8d4xlp8o"), Pass)]
 #[case::two_zones(Some("cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2"), None, Pass)]
-#[case::with_ip_and_eip(Some("cn-hangzhou-h:vsw-1:10.0.0.5:eip-1"), None, Pass)]
+#[case::with_ip_and_eip(
+    Some("cn-hangzhou-h:vsw-1:10.0.0.5:eip-1,cn-hangzhou-i:vsw-2"),
+    None,
+    Pass
+)]
 #[case::no_colon(Some("cn-hangzhou-h=vsw-1"), None, Deny)]
 #[case::empty_zone(Some(":vsw-1"), None, Deny)]
 #[case::spaces(Some(" cn-hangzhou-h:vsw-1"), None, Deny)]
@@ -183,7 +187,11 @@ fn nlb_zone_maps(#[case] zones: Option<&str>, #[case] id: Option<&str>, #[case] 
 fn nlb_port_range_backend(#[case] backend: Option<&str>, #[case] want: Expect) {
     let mut s = lb()
         .class(NLB)
-        .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1")
+        .pa(
+            Alibaba,
+            "zone-maps",
+            "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2",
+        )
         .pa(Alibaba, "listener-port-range", "10000-10010:80");
     if let Some(b) = backend {
         s = s.ann(super::nlb::BACKEND_TYPE, b);
@@ -211,7 +219,11 @@ fn messages_quote_what_the_controller_says() {
     );
     let m = msg(lb()
         .class(NLB)
-        .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1")
+        .pa(
+            Alibaba,
+            "zone-maps",
+            "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2",
+        )
         .pa(Alibaba, "protocol-port", "http:80"));
     assert!(
         m.contains("port protocol format must be either [TCP|UDP|TCPSSL], protocol not supported with [http]"),
@@ -286,7 +298,8 @@ fn annotation_format_collects_every_problem() {
 }
 
 #[rstest]
-#[case::acl_on_with_id(&[("acl-status", "on"), ("acl-id", "acl-1")], Pass)]
+#[case::acl_on_with_id(&[("acl-status", "on"), ("acl-id", "acl-1"), ("acl-type", "white")], Pass)]
+#[case::acl_on_without_type(&[("acl-status", "on"), ("acl-id", "acl-1")], Deny)]
 #[case::acl_on_without_id(&[("acl-status", "on")], Deny)]
 #[case::acl_off(&[("acl-status", "off")], Pass)]
 #[case::sticky_without_type(&[("sticky-session", "on")], Deny)]
@@ -305,7 +318,11 @@ fn dependent_annotations(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 fn dependent_annotations_are_clbs_only() {
     let s = lb()
         .class(NLB)
-        .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1")
+        .pa(
+            Alibaba,
+            "zone-maps",
+            "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2",
+        )
         .pa(Alibaba, "sticky-session", "on");
     expect(&create(s), &cfg(""), "dependent-annotations", Pass);
 }
@@ -320,7 +337,11 @@ fn dependent_annotations_are_clbs_only() {
 fn address_type_value_by_controller(#[case] nlb: bool, #[case] v: &str, #[case] want: Expect) {
     let mut s = lb().pa(Alibaba, "address-type", v);
     if nlb {
-        s = s.class(NLB).pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1");
+        s = s.class(NLB).pa(
+            Alibaba,
+            "zone-maps",
+            "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2",
+        );
     }
     expect(&create(s), &cfg(""), "address-type-value", want);
 }

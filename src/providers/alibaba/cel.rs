@@ -66,6 +66,11 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let nlb_s = is_nlb(v);
     let nlb = on(&nlb_s, "object");
     let mut out = values(cat, &nlb_s)?;
+    out.extend(crate::providers::api::cel::checks(
+        cat,
+        &nlb_s,
+        "annotation-format",
+    ));
     let clb_protocols = cel::list(CLB_PROTOCOLS);
     let nlb_protocols: Vec<String> = NLB_PROTOCOLS
         .iter()
@@ -94,6 +99,7 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
             port(&format!("{p}[1]"))
         )
     })));
+    out.push(clb_only(forward_target(cat)));
     out.push(nlb_only(entries(cat, v, "listener-port-range", &|e| {
         let p = parts(e);
         let r = format!("{p}[0].split('-')");
@@ -371,7 +377,8 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
         )
         .same_when(format!("{} + '=' + {}", a.key, a.value))
     };
-    Ok(vec![
+    let mut out = crate::providers::api::cel::checks(cat, &nlb, "dependent-annotations");
+    out.extend([
         needs("acl-status", Some("on"), "acl-id", None),
         needs("sticky-session", Some("on"), "sticky-session-type", None),
         needs(
@@ -387,5 +394,37 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
             c.violates = format!("!({} && {} != '') && {}", id.present, id.value, c.violates);
             c
         },
-    ])
+    ]);
+    Ok(out)
+}
+
+/// The CEL of `clb::forward_target`: an HTTP listener's forward target is an HTTPS port of
+/// the Service (or, on a reused load balancer, a port the Service does not have).
+fn forward_target(cat: &Catalog) -> CelCheck {
+    let fp = catalog_annotation(cat, "forward-port");
+    let id = catalog_annotation(cat, "id");
+    let pp = catalog_annotation(cat, "protocol-port");
+    let l = crate::providers::api::cel::listeners(cat);
+    let names = "(size(e.split(':')) == 2 && e.split(':')[0] == x.split('/')[0])";
+    let entries = format!("{}.split(',')", fp.value);
+    let target = format!("{entries}.filter(e, {names})[0].split(':')[1]");
+    let reused = format!("({} && {} != '')", id.present, id.value);
+    let https = format!("{l}.exists(y, y == string(int({target})) + '/https')");
+    let ours = format!("{l}.exists(y, y.split('/')[0] == string(int({target})))");
+    CelCheck::new(
+        format!(
+            "{} && {} != '' && {l}.exists(x, x.split('/')[1] == 'http' && {entries}.exists(e, {names}) && {target}.matches({}) && !({ours} ? {https} : {reused}))",
+            fp.present,
+            fp.value,
+            cel::lit(ATOI)
+        ),
+        format!(
+            "'[annotation-format] ' + {} + ' is \"' + {} + '\": an HTTP listener forwards to a port that is not an HTTPS port of this Service, which the CLB API refuses as ForwardPort'",
+            fp.key, fp.value
+        ),
+    )
+    .same_when(format!(
+        "{} + '=' + {} + '|' + ({} ? {} : '')",
+        fp.key, fp.value, pp.present, pp.value
+    ))
 }

@@ -40,6 +40,8 @@ pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     } else {
         super::clb::check(new, cat, out);
     }
+    // What the controller sends, held to the cloud API's limits (data/alibaba-api.yaml).
+    crate::providers::api::check(ctx, cat, "annotation-format", out);
 }
 
 /// The table's formats (`providers/data/alibaba.yaml`), for the controller that takes the

@@ -110,7 +110,8 @@ fn dependent_annotations_cel(
     }
 }
 
-/// CLB's listener settings; the NLB controller reads none of them.
+/// CLB's listener settings (the NLB controller reads none of them), and what the API
+/// needs together.
 fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     match cat.provider {
         Provider::Huawei => return super::huawei::dependent_annotations(ctx, cat, out),
@@ -118,6 +119,8 @@ fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         _ => {}
     }
     let Some(new) = ctx.new else { return };
+    // Parameters the cloud's API needs together (data/alibaba-api.yaml), CLB and NLB.
+    crate::providers::api::check(ctx, cat, "dependent-annotations", out);
     if ctx.is_nlb(cat.provider) {
         return;
     }

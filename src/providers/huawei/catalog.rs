@@ -6,6 +6,7 @@ use crate::vocab::checks::protocol_entries;
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
 
+/// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
 pub static CATALOG: Catalog = Catalog {
     provider: Provider::Huawei,
     prefix: "kubernetes.io/elb.",

@@ -36,8 +36,6 @@ use listeners::{
 };
 pub use options::json_fields;
 
-/// Seed names plus CCE's documented ELB annotations (all under `kubernetes.io/elb.`).
-
 const HUAWEI: &[Provider] = &[Provider::Huawei];
 
 pub static RULES: &[Rule] = &[

@@ -1,0 +1,177 @@
+//! ACK's API rows on whole Services, through the engine and the exported policies
+//! (`testkit::expect` compares both): each issue class on both sides of its boundary.
+
+use rstest::rstest;
+
+use crate::providers::Provider::Alibaba;
+use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb, update};
+
+const NLB: &str = "alibabacloud.com/nlb";
+const ZONES: &str = "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2";
+const F: &str = "annotation-format";
+const D: &str = "dependent-annotations";
+
+/// CLB, one port 80: `proto` as protocol-port names it.
+#[rstest]
+#[case::uri_ok("tcp", "health-check-uri", "/healthz", F, Pass)]
+#[case::uri_no_slash("http", "health-check-uri", "healthz", F, Deny)]
+#[case::uri_slash_alone("http", "health-check-uri", "/", F, Deny)]
+#[case::uri_81("http", "health-check-uri", &format!("/{}", "a".repeat(80)), F, Deny)]
+#[case::uri_80("http", "health-check-uri", &format!("/{}", "a".repeat(79)), F, Pass)]
+#[case::uri_udp_unused("udp", "health-check-uri", "healthz", F, Pass)]
+#[case::domain_underscore("http", "health-check-domain", "a_b.example.com", F, Deny)]
+#[case::domain_ip("http", "health-check-domain", "$_ip", F, Pass)]
+#[case::cookie_space("http", "cookie", "a b", F, Deny)]
+#[case::cookie_200("http", "cookie", &"c".repeat(200), F, Pass)]
+#[case::cookie_201("http", "cookie", &"c".repeat(201), F, Deny)]
+#[case::cookie_dollar("http", "cookie", "$c", F, Deny)]
+#[case::httpcode_number("http", "health-check-httpcode", "200", F, Deny)]
+#[case::httpcode_upper("http", "health-check-httpcode", "HTTP_2XX", F, Deny)]
+#[case::httpcode_list("tcp", "health-check-httpcode", "http_2xx,http_3xx", F, Pass)]
+#[case::httpcode_space("http", "health-check-httpcode", "http_2xx, http_3xx", F, Pass)]
+#[case::cipher_13("https", "tls-cipher-policy", "tls_cipher_policy_1_3", F, Deny)]
+#[case::cipher_12("https", "tls-cipher-policy", "tls_cipher_policy_1_2", F, Pass)]
+#[case::sch_http("http", "scheduler", "sch", F, Deny)]
+#[case::sch_tcp("tcp", "scheduler", "sch", F, Pass)]
+#[case::qch_tcp("tcp", "scheduler", "qch", F, Deny)]
+#[case::qch_udp("udp", "scheduler", "qch", F, Pass)]
+#[case::connect_port_0("tcp", "health-check-connect-port", "0", F, Deny)]
+#[case::connect_port_backend("tcp", "health-check-connect-port", "-520", F, Pass)]
+#[case::connect_port_1("udp", "health-check-connect-port", "1", F, Pass)]
+#[case::name_80("tcp", "name", &"n".repeat(80), F, Pass)]
+#[case::name_81("tcp", "name", &"n".repeat(81), F, Deny)]
+#[case::spec_other_cloud("tcp", "spec", "slb.s9.small", F, Deny)]
+#[case::spec_ok("tcp", "spec", "slb.s3.large", F, Pass)]
+#[case::acl_without_type("tcp", "acl-status", "on", D, Deny)]
+#[case::drain_without_timeout("tcp", "connection-drain", "on", D, Deny)]
+#[case::drain_off("tcp", "connection-drain", "off", D, Pass)]
+#[case::https_without_cert("https", "protocol-port", "https:80", D, Deny)]
+fn clb_rows(
+    #[case] proto: &str,
+    #[case] key: &str,
+    #[case] value: &str,
+    #[case] rule: &str,
+    #[case] want: Expect,
+) {
+    let mut s = lb().pa(Alibaba, key, value);
+    if key != "protocol-port" {
+        s = s.pa(Alibaba, "protocol-port", &format!("{proto}:80"));
+    }
+    if proto == "https" && key != "protocol-port" {
+        s = s.pa(Alibaba, "cert-id", "cert-1");
+    }
+    expect(&create(s), &cfg(""), rule, want);
+}
+
+#[test]
+fn clb_spec_is_not_checked_for_pay_by_lcu() {
+    let s = lb().pa(Alibaba, "instance-charge-type", "PayByCLCU").pa(
+        Alibaba,
+        "spec",
+        "slb.lcu.elastic",
+    );
+    expect(&create(s), &cfg(""), F, Pass);
+}
+
+/// NLB, one TCP port 80 unless protocol-port says otherwise.
+#[rstest]
+#[case::name_1(&[("name", "n")], F, Deny)]
+#[case::name_2(&[("name", "nn")], F, Pass)]
+#[case::name_129(&[("name", &*"n".repeat(129))], F, Deny)]
+#[case::name_128(&[("name", &*"n".repeat(128))], F, Pass)]
+#[case::one_zone(&[("zone-maps", "cn-hangzhou-h:vsw-1")], F, Deny)]
+#[case::same_zone_twice(&[("zone-maps", "cn-hangzhou-h:vsw-1,cn-hangzhou-h:vsw-2")], F, Deny)]
+#[case::empty_security_group(&[("security-group-ids", "sg-1,,sg-2")], F, Deny)]
+#[case::security_groups(&[("security-group-ids", "sg-1,sg-2")], F, Pass)]
+#[case::drain_9(&[("connection-drain", "on"), ("connection-drain-timeout", "9")], F, Deny)]
+#[case::drain_10(&[("connection-drain", "on"), ("connection-drain-timeout", "10")], F, Pass)]
+#[case::drain_900(&[("connection-drain", "On"), ("connection-drain-timeout", "900")], F, Pass)]
+#[case::drain_off_0(&[("connection-drain", "off"), ("connection-drain-timeout", "0")], F, Pass)]
+#[case::drain_no_timeout(&[("connection-drain", "on")], D, Deny)]
+#[case::httpcode_no_space(&[("health-check-flag", "on"), ("health-check-httpcode", "http_2xx,http_3xx")], F, Pass)]
+#[case::httpcode_space(&[("health-check-flag", "on"), ("health-check-httpcode", "http_2xx, http_3xx")], F, Deny)]
+#[case::httpcode_flag_off(&[("health-check-flag", "off"), ("health-check-httpcode", "200")], F, Pass)]
+#[case::cipher_13(&[("tls-cipher-policy", "tls_cipher_policy_1_3")], F, Deny)]
+#[case::cipher_custom(&[("tls-cipher-policy", "spy-abc123")], F, Pass)]
+#[case::tcpssl_without_cert(&[("protocol-port", "tcpssl:80")], D, Deny)]
+#[case::tcpssl_with_cert(&[("protocol-port", "TCPSSL:80"), ("cert-id", "c-1")], D, Pass)]
+fn nlb_rows(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Expect) {
+    let mut s = lb().class(NLB);
+    if !anns.iter().any(|(k, _)| *k == "zone-maps") {
+        s = s.pa(Alibaba, "zone-maps", ZONES);
+    }
+    let s = anns.iter().fold(s, |s, (k, v)| s.pa(Alibaba, k, v));
+    expect(&create(s), &cfg(""), rule, want);
+}
+
+/// A reused NLB gets no ZoneMappings from the controller.
+#[test]
+fn reused_nlb_zones_are_not_checked() {
+    let s =
+        lb().class(NLB)
+            .pa(Alibaba, "id", "nlb-1")
+            .pa(Alibaba, "zone-maps", "cn-hangzhou-h:vsw-1");
+    expect(&create(s), &cfg(""), F, Pass);
+}
+
+/// forward-port (clbv1/listeners.go:224-233): an HTTP listener's target must be HTTPS.
+#[rstest]
+#[case::to_https(&[(80, "http"), (443, "https")], "80:443", None, Pass)]
+#[case::to_tcp(&[(80, "http"), (443, "tcp")], "80:443", None, Deny)]
+#[case::to_nothing(&[(80, "http")], "80:443", None, Deny)]
+#[case::to_nothing_reused(&[(80, "http")], "80:443", Some("lb-1"), Pass)]
+#[case::not_http(&[(80, "tcp")], "80:443", None, Pass)]
+#[case::other_http_port(&[(80, "http"), (443, "https")], "81:8443", None, Pass)]
+fn clb_forward_target(
+    #[case] ports: &[(i32, &str)],
+    #[case] value: &str,
+    #[case] id: Option<&str>,
+    #[case] want: Expect,
+) {
+    let pp: Vec<String> = ports.iter().map(|(p, x)| format!("{x}:{p}")).collect();
+    let mut s = lb().only_port(ports[0].0, "TCP");
+    for (p, _) in &ports[1..] {
+        s = s.port(*p, "TCP");
+    }
+    s = s
+        .pa(Alibaba, "protocol-port", &pp.join(","))
+        .pa(Alibaba, "forward-port", value)
+        .pa(Alibaba, "cert-id", "cert-1");
+    if let Some(id) = id {
+        s = s.pa(Alibaba, "id", id);
+    }
+    expect(&create(s), &cfg(""), F, want);
+}
+
+/// The transitions an update shows: removing cert-id while an HTTPS port stays (the
+/// controller sends an empty certificate id on every retry), removing ip-version: ipv6
+/// from a CLB Service (absent is ipv4: clbv1/loadbalancer.go:140-141, :369-378).
+#[rstest]
+#[case::cert_removed(&[("protocol-port", "https:80"), ("cert-id", "c-1")], &[("protocol-port", "https:80")], D, Deny)]
+#[case::cert_removed_with_the_https_port(&[("protocol-port", "https:80"), ("cert-id", "c-1")], &[("protocol-port", "http:80")], D, Pass)]
+#[case::ipv6_removed(&[("ip-version", "ipv6")], &[], "lb-attributes-immutable", Deny)]
+#[case::ipv6_emptied(&[("ip-version", "ipv6")], &[("ip-version", "")], "lb-attributes-immutable", Deny)]
+#[case::ipv4_removed(&[("ip-version", "ipv4")], &[], "lb-attributes-immutable", Pass)]
+#[case::ipv6_kept(&[("ip-version", "ipv6")], &[("ip-version", "ipv6")], "lb-attributes-immutable", Pass)]
+fn clb_transitions(
+    #[case] old: &[(&str, &str)],
+    #[case] new: &[(&str, &str)],
+    #[case] rule: &str,
+    #[case] want: Expect,
+) {
+    let build = |anns: &[(&str, &str)]| anns.iter().fold(lb(), |s, (k, v)| s.pa(Alibaba, k, v));
+    expect(&update(build(old), build(new)), &cfg(""), rule, want);
+}
+
+#[test]
+fn nlb_ipv6_removal_is_not_the_clb_rule() {
+    let build = |v: Option<&str>| {
+        let s = lb().class(NLB).pa(Alibaba, "zone-maps", ZONES);
+        match v {
+            Some(v) => s.pa(Alibaba, "ip-version", v),
+            None => s,
+        }
+    };
+    let input = update(build(Some("ipv6")), build(None));
+    expect(&input, &cfg(""), "lb-attributes-immutable", Pass);
+}

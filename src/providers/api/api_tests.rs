@@ -1,0 +1,214 @@
+//! The API rows themselves: every file parses, names known annotations and sources, and
+//! every limit holds at its ends and fails one past them.
+
+use super::check;
+use super::model::{Call, Param, table};
+use crate::providers::catalog;
+use crate::vocab::provider::Provider;
+
+fn rows() -> impl Iterator<Item = (Provider, &'static Call, &'static Param)> {
+    Provider::ALL
+        .into_iter()
+        .filter_map(|p| table(p).map(|t| (p, t)))
+        .flat_map(|(p, t)| {
+            t.calls
+                .iter()
+                .flat_map(move |c| c.params.iter().map(move |r| (p, c, r)))
+        })
+}
+
+#[test]
+fn every_row_names_a_known_annotation_and_source() {
+    for p in Provider::ALL {
+        let Some(t) = table(p) else { continue };
+        let known = |n: &str| catalog(p).table().names().any(|k| k == n);
+        for c in &t.calls {
+            assert!(
+                t.sources.contains_key(&c.source),
+                "{p} {}: source {}",
+                c.call,
+                c.source
+            );
+            let conds = c.when.iter().chain(c.together.iter().map(|t| &t.when));
+            for cond in conds {
+                assert!(
+                    known(&cond.annotation),
+                    "{p} {}: {}",
+                    c.call,
+                    cond.annotation
+                );
+            }
+            for t2 in &c.together {
+                for n in &t2.need {
+                    assert!(known(n), "{p} {}: needs {n}", c.call);
+                }
+            }
+            for r in &c.params {
+                assert!(known(&r.from), "{p} {}.{}: from {}", c.call, r.name, r.from);
+                if let Some(s) = &r.source {
+                    assert!(
+                        t.sources.contains_key(s),
+                        "{p} {}.{}: source {s}",
+                        c.call,
+                        r.name
+                    );
+                }
+                for cond in &r.when {
+                    assert!(known(&cond.annotation), "{p} {}.{}", c.call, r.name);
+                }
+                assert!(
+                    !r.code.is_empty() || !c.code.is_empty(),
+                    "{p} {}.{}: no controller line",
+                    c.call,
+                    r.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_example_passes_its_row() {
+    for (p, c, r) in rows() {
+        assert_eq!(
+            check::value_error(r, &r.example),
+            None,
+            "{p} {}.{}",
+            c.call,
+            r.name
+        );
+    }
+}
+
+#[test]
+fn every_range_passes_at_its_ends_and_fails_one_past() {
+    for (p, c, r) in rows() {
+        let Some((min, max)) = r.range else { continue };
+        for ok in [min, max] {
+            assert_eq!(
+                r.item_error(&ok.to_string()),
+                None,
+                "{p} {}.{} {ok}",
+                c.call,
+                r.name
+            );
+        }
+        for bad in [min - 1, max + 1] {
+            if !r.also_numbers.contains(&bad) {
+                assert!(
+                    r.item_error(&bad.to_string()).is_some(),
+                    "{p} {}.{} {bad}",
+                    c.call,
+                    r.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_enum_value_passes_and_a_near_miss_fails() {
+    for (p, c, r) in rows() {
+        let Some(values) = &r.values else { continue };
+        for v in values {
+            assert_eq!(r.item_error(v), None, "{p} {}.{} {v}", c.call, r.name);
+            assert!(
+                r.item_error(&format!("{v}x")).is_some(),
+                "{p} {}.{} {v}x",
+                c.call,
+                r.name
+            );
+            let upper = v.to_ascii_uppercase();
+            if !r.fold && upper != *v {
+                assert!(
+                    r.item_error(&upper).is_some(),
+                    "{p} {}.{} {upper}",
+                    c.call,
+                    r.name
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn every_length_passes_at_its_ends_and_fails_one_past() {
+    for (p, c, r) in rows() {
+        let Some((min, max)) = r.length else { continue };
+        // The example's first character, repeated: the same character set as the example.
+        let ch = r.example.chars().last().unwrap();
+        let head: String = r.example.chars().take(1).collect();
+        let of = |n: usize| match n {
+            0 => String::new(),
+            n => format!("{head}{}", ch.to_string().repeat(n - 1)),
+        };
+        if r.values.is_none() {
+            assert_eq!(
+                r.item_error(&of(max)),
+                None,
+                "{p} {}.{} {max}",
+                c.call,
+                r.name
+            );
+            if min > 1 {
+                assert_eq!(
+                    r.item_error(&of(min)),
+                    None,
+                    "{p} {}.{} {min}",
+                    c.call,
+                    r.name
+                );
+            }
+        }
+        assert!(
+            r.item_error(&of(max + 1)).is_some(),
+            "{p} {}.{} {}",
+            c.call,
+            r.name,
+            max + 1
+        );
+        if min > 0 {
+            assert!(
+                r.item_error(&of(min - 1)).is_some(),
+                "{p} {}.{} {}",
+                c.call,
+                r.name,
+                min - 1
+            );
+        }
+    }
+}
+
+#[test]
+fn every_count_fails_one_past() {
+    for (p, c, r) in rows() {
+        let Some((min, max)) = r.count else { continue };
+        let sep = r.split.as_deref().unwrap();
+        let items = |n: usize| {
+            (0..n)
+                .map(|i| {
+                    r.example
+                        .split(sep)
+                        .next()
+                        .unwrap()
+                        .replace(['a', 'h'], &i.to_string())
+                })
+                .collect::<Vec<_>>()
+                .join(sep)
+        };
+        assert!(
+            check::value_error(r, &items(max + 1)).is_some(),
+            "{p} {}.{}",
+            c.call,
+            r.name
+        );
+        if min > 0 {
+            assert!(
+                check::value_error(r, &items(min - 1)).is_some(),
+                "{p} {}.{}",
+                c.call,
+                r.name
+            );
+        }
+    }
+}

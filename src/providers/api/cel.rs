@@ -1,0 +1,267 @@
+//! The CEL of `check` (`lbguard export-vap`): the same rows, the same reading of the
+//! listener protocols, the same conditions.
+
+use super::model::{Call, Cond, Param, Side};
+use crate::vocab::catalog::{Catalog, catalog_annotation};
+use crate::vocab::cel;
+use crate::vocab::rule::CelCheck;
+
+/// A number as Go's `strconv.Atoi` reads it (as the catalog's CEL).
+const ATOI: &str = "^[+-]?0*[0-9]{1,18}$";
+
+fn set(cat: &Catalog, name: &str) -> String {
+    let a = catalog_annotation(cat, name);
+    format!("({} && {} != '')", a.present, a.value)
+}
+
+fn lower_list(items: &[String]) -> String {
+    let l: Vec<String> = items.iter().map(|v| v.to_ascii_lowercase()).collect();
+    let l: Vec<&str> = l.iter().map(String::as_str).collect();
+    cel::list(&l)
+}
+
+fn str_list(items: &[String]) -> String {
+    let l: Vec<&str> = items.iter().map(String::as_str).collect();
+    cel::list(&l)
+}
+
+fn holds(cat: &Catalog, c: &Cond) -> String {
+    let a = catalog_annotation(cat, &c.annotation);
+    let present = set(cat, &c.annotation);
+    if !c.not_in.is_empty() {
+        return format!(
+            "!({present} && {}.lowerAscii() in {})",
+            a.value,
+            lower_list(&c.not_in)
+        );
+    }
+    if c.present == Some(false) {
+        return format!("!{present}");
+    }
+    if c.one_of.is_empty() {
+        return present;
+    }
+    let inside = if c.fold {
+        format!("{}.lowerAscii() in {}", a.value, lower_list(&c.one_of))
+    } else {
+        format!("{} in {}", a.value, str_list(&c.one_of))
+    };
+    format!("({present} && {inside})")
+}
+
+fn all(cat: &Catalog, conds: &[Cond]) -> String {
+    let parts: Vec<String> = conds.iter().map(|c| holds(cat, c)).collect();
+    if parts.is_empty() {
+        "true".into()
+    } else {
+        parts.join(" && ")
+    }
+}
+
+/// The listener protocol (lower case) of Service port `p` (a CEL variable), as
+/// `check::listeners` reads `protocol-port`.
+pub fn listener_protocol(cat: &Catalog, p: &str) -> String {
+    let pp = catalog_annotation(cat, "protocol-port");
+    let entries = format!("({} ? {}.split(',') : [])", pp.present, pp.value);
+    let names = format!("(size(e.split(':')) >= 2 && e.split(':')[1] == string({p}.port))");
+    format!(
+        "({entries}.exists(e, {names}) ? {entries}.filter(e, {names})[0].split(':')[0] : (has({p}.protocol) ? {p}.protocol : 'TCP')).lowerAscii()"
+    )
+}
+
+/// The Service's listeners as `port/protocol` strings (protocol lower case), one policy
+/// variable: every row's gate reads them.
+pub fn listeners(cat: &Catalog) -> String {
+    cel::shared(
+        "$s_ack_listeners",
+        &format!(
+            "$s != null && has($s.spec.ports) ? $s.spec.ports.map(p, string(p.port) + '/' + {}) : []",
+            listener_protocol(cat, "p")
+        ),
+    )
+}
+
+/// Some Service port's listener is one of these.
+fn has_listener(cat: &Catalog, protocols: &[String]) -> String {
+    format!(
+        "{}.exists(x, x.split('/')[1] in {})",
+        listeners(cat),
+        lower_list(protocols)
+    )
+}
+
+/// The call is made for `$s`, on the side `nlb` says (CEL over `$s`).
+fn made(cat: &Catalog, call: &Call, protocols: Option<&Vec<String>>, nlb: &str) -> String {
+    let side = match call.controller {
+        Some(Side::Nlb) => nlb.to_string(),
+        Some(Side::Clb) => format!("!{nlb}"),
+        None => "true".into(),
+    };
+    let gate = protocols
+        .or(call.protocols.as_ref())
+        .map_or_else(|| "true".into(), |p| has_listener(cat, p));
+    format!("({side} && {} && {gate})", all(cat, &call.when))
+}
+
+/// `i` (one item) is refused by the row.
+fn item_bad(p: &Param) -> String {
+    let mut bad = Vec::new();
+    if !p.not.is_empty() {
+        bad.push(format!("i in {}", str_list(&p.not)));
+    }
+    if let Some((min, max)) = p.length {
+        bad.push(format!("size(i) < {min} || size(i) > {max}"));
+    }
+    if let Some((min, max)) = p.range {
+        let also: Vec<String> = p.also_numbers.iter().map(i64::to_string).collect();
+        bad.push(format!(
+            "!(i.matches({}) && ((int(i) >= {min} && int(i) <= {max}) || int(i) in [{}]))",
+            cel::lit(ATOI),
+            also.join(", ")
+        ));
+    } else {
+        let mut ok = Vec::new();
+        if let Some(vs) = &p.values {
+            ok.push(if p.fold {
+                format!("i.lowerAscii() in {}", lower_list(vs))
+            } else {
+                format!("i in {}", str_list(vs))
+            });
+        }
+        if let Some(pat) = &p.pattern {
+            ok.push(format!("i.matches({})", cel::lit(&format!("^(?:{pat})$"))));
+        }
+        if !ok.is_empty() {
+            bad.push(format!("!({})", ok.join(" || ")));
+        }
+    }
+    if bad.is_empty() {
+        "false".into()
+    } else {
+        format!("({})", bad.join(" || "))
+    }
+}
+
+/// The value of `from` is refused by the row (as `check::value_error`).
+fn value_bad(cat: &Catalog, p: &Param) -> String {
+    let value = catalog_annotation(cat, &p.from).value;
+    let Some(sep) = &p.split else {
+        return format!("[{value}].exists(i, {})", item_bad(p));
+    };
+    let mut items = format!("{value}.split({})", cel::lit(sep));
+    if p.trim {
+        items = format!("{items}.map(i, i.trim())");
+    }
+    if let Some((s, n)) = &p.part {
+        items = format!(
+            "{items}.map(i, size(i.split({s})) > {n} ? i.split({s})[{n}] : '')",
+            s = cel::lit(s)
+        );
+    }
+    let mut bad = vec![format!("{items}.exists(i, {})", item_bad(p))];
+    if let Some((min, max)) = p.count {
+        bad.push(format!("size({items}) < {min} || size({items}) > {max}"));
+    }
+    if p.distinct {
+        bad.push(format!(
+            "{items}.exists(i, size({items}.filter(j, j == i)) > 1)"
+        ));
+    }
+    format!("({})", bad.join(" || "))
+}
+
+fn esc(s: &str) -> String {
+    s.replace('\\', "\\\\")
+        .replace('\'', "\\'")
+        .replace('"', "\\\"")
+}
+
+/// The checks of the rows `rule` owns, for a provider whose NLB test is `nlb`.
+pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
+    let Some(table) = super::model::table(cat.provider) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    // (violation, calls made, message, witness)
+    let mut limits: Vec<(String, Vec<String>, String, String)> = Vec::new();
+    for call in &table.calls {
+        for p in &call.params {
+            let made = format!(
+                "{} && {}",
+                made(cat, call, p.protocols.as_ref(), nlb),
+                all(cat, &p.when)
+            );
+            let a = catalog_annotation(cat, &p.from);
+            match rule {
+                "annotation-format" => {
+                    // Rows with the same limits on the same annotation (one per listener
+                    // call) are one check: the policy stays small.
+                    let bad = format!("{} && {}", set(cat, &p.from), value_bad(cat, p));
+                    match limits.iter_mut().find(|(b, ..)| *b == bad) {
+                        Some((_, made_in, ..)) => made_in.push(made),
+                        None => limits.push((
+                            bad,
+                            vec![made],
+                            format!(
+                                "'[annotation-format] ' + {} + ' is \"' + {} + '\": the cloud\\'s API refuses it as {} (allowed: {}); write e.g. \"{}\"'",
+                                a.key,
+                                a.value,
+                                p.name,
+                                esc(&p.allowed()),
+                                esc(&p.example)
+                            ),
+                            format!("{} + '=' + {}", a.key, a.value),
+                        )),
+                    }
+                }
+                "dependent-annotations" if p.required => out.push(
+                    CelCheck::new(
+                        format!("{made} && !{}", set(cat, &p.from)),
+                        cel::lit(&format!(
+                            "[dependent-annotations] {} is not set, but the cloud's API needs {} in {}; set it, e.g. \"{}\"",
+                            cat.key(&p.from),
+                            p.name,
+                            call.call,
+                            p.example
+                        )),
+                    )
+                    .same_when("'required'"),
+                ),
+                _ => {}
+            }
+        }
+        if rule != "dependent-annotations" {
+            continue;
+        }
+        for t in &call.together {
+            let a = catalog_annotation(cat, &t.when.annotation);
+            for n in &t.need {
+                out.push(
+                    CelCheck::new(
+                        format!(
+                            "{} && {} && !{}",
+                            made(cat, call, None, nlb),
+                            holds(cat, &t.when),
+                            set(cat, n)
+                        ),
+                        format!(
+                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: the cloud\\'s API refuses it without {}'",
+                            a.key,
+                            a.value,
+                            cat.key(n),
+                            esc(&t.params)
+                        ),
+                    )
+                    .same_when(format!("{} + '=' + {} + '/' + {}", a.key, a.value, cel::lit(n))),
+                );
+            }
+        }
+    }
+    for (bad, made_in, message, witness) in limits {
+        out.push(
+            CelCheck::new(format!("({}) && {bad}", made_in.join(" || ")), message)
+                .same_when(witness),
+        );
+    }
+    out
+}

@@ -1,0 +1,219 @@
+//! A Service's annotations held to the API rows of its provider: each row only when the
+//! controller that takes the Service makes that call for it (per listener protocol, or once).
+
+use super::model::{ApiTable, Call, Cond, Param, Side};
+use crate::vocab::annotations::Table;
+use crate::vocab::catalog::{Catalog, annotation_field};
+use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::service::Svc;
+
+/// A listener the controller makes: the Service port and its protocol (lower case).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Listener {
+    pub port: i32,
+    pub protocol: String,
+}
+
+/// ACK's listeners as its controllers read `protocol-port`: the first `proto:port` entry
+/// naming the port, else the port's own protocol (clbv1/listeners.go:711-737 exact case,
+/// nlbv2/listeners.go:620-644 any case).
+pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
+    let pp = cat.get(svc, "protocol-port").map_or("", |a| a.value);
+    svc.ports()
+        .iter()
+        .map(|p| {
+            let port = p.port.to_string();
+            let mapped = pp
+                .split(',')
+                .map(|e| e.split(':').collect::<Vec<_>>())
+                .find(|parts| parts.len() >= 2 && parts[1] == port)
+                .map(|parts| parts[0].to_string());
+            let protocol = mapped
+                .unwrap_or_else(|| p.protocol.clone().unwrap_or_else(|| "TCP".into()))
+                .to_ascii_lowercase();
+            Listener {
+                port: p.port,
+                protocol,
+            }
+        })
+        .collect()
+}
+
+fn holds(cat: &Catalog, svc: Svc, c: &Cond) -> bool {
+    let value = cat.get(svc, &c.annotation).map_or("", |a| a.value);
+    if !c.not_in.is_empty() {
+        return !c.not_in.iter().any(|v| v.eq_ignore_ascii_case(value));
+    }
+    if c.present == Some(false) {
+        return value.is_empty();
+    }
+    if value.is_empty() {
+        return false;
+    }
+    c.one_of.is_empty()
+        || c.one_of.iter().any(|v| {
+            if c.fold {
+                v.eq_ignore_ascii_case(value)
+            } else {
+                v == value
+            }
+        })
+}
+
+/// The listener ports a call (narrowed by a row) is made for; `None`: made once per Service.
+/// `Some(empty)`: not made for this Service.
+fn ports_for(call: &Call, row: Option<&Vec<String>>, listeners: &[Listener]) -> Option<Vec<i32>> {
+    let protocols = row.or(call.protocols.as_ref())?;
+    Some(
+        listeners
+            .iter()
+            .filter(|l| {
+                protocols
+                    .iter()
+                    .any(|p| p.eq_ignore_ascii_case(&l.protocol))
+            })
+            .map(|l| l.port)
+            .collect(),
+    )
+}
+
+/// Findings of the rows owned by `rule` (`annotation-format`: value limits;
+/// `dependent-annotations`: required parameters and parameters that go together).
+pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
+    let (Some(svc), Some(table)) = (ctx.new, super::model::table(cat.provider)) else {
+        return;
+    };
+    let side = if ctx.is_nlb(cat.provider) {
+        Side::Nlb
+    } else {
+        Side::Clb
+    };
+    let listeners = listeners(cat, svc);
+    let controller = if side == Side::Nlb { "NLB" } else { "CLB" };
+    for call in &table.calls {
+        if call.controller.is_some_and(|c| c != side)
+            || !call.when.iter().all(|c| holds(cat, svc, c))
+        {
+            continue;
+        }
+        if ports_for(call, None, &listeners).is_some_and(|p| p.is_empty()) {
+            continue;
+        }
+        let calls = std::iter::once(call.call.as_str())
+            .chain(call.also.iter().map(String::as_str))
+            .collect::<Vec<_>>()
+            .join("/");
+        for param in &call.params {
+            if !param.when.iter().all(|c| holds(cat, svc, c)) {
+                continue;
+            }
+            let ports = ports_for(call, param.protocols.as_ref(), &listeners);
+            if ports.as_ref().is_some_and(Vec::is_empty) {
+                continue;
+            }
+            let sent = cat.get(svc, &param.from).filter(|a| !a.value.is_empty());
+            let source = source(table, param.source.as_ref().unwrap_or(&call.source));
+            let sends = format!(
+                "the {controller} controller sends it as {} of {calls}",
+                param.name
+            );
+            match sent {
+                None if param.required && rule == "dependent-annotations" => out.push(
+                    annotation_field(&cat.key(&param.from)),
+                    format!(
+                        "{} is not set, but the cloud's API needs {} in {calls}, which the {controller} controller makes for this Service ({source}); set it, e.g. {}: \"{}\"",
+                        cat.key(&param.from),
+                        param.name,
+                        cat.key(&param.from),
+                        param.example
+                    ),
+                ),
+                Some(a) if rule == "annotation-format" && !table_refuses(cat.table(), side, &param.from, a.value) => {
+                    if let Some(why) = value_error(param, a.value) {
+                        out.push(
+                            annotation_field(a.key),
+                            format!(
+                                "{} is \"{}\": {why}; {sends}, which the cloud's API refuses ({source}); write e.g. \"{}\"",
+                                a.key, a.value, param.example
+                            ),
+                        );
+                    }
+                }
+                _ => {}
+            }
+        }
+        if rule != "dependent-annotations" {
+            continue;
+        }
+        for t in &call.together {
+            if !holds(cat, svc, &t.when) {
+                continue;
+            }
+            let Some(a) = cat.get(svc, &t.when.annotation) else {
+                continue;
+            };
+            let source = source(table, t.source.as_ref().unwrap_or(&call.source));
+            // One finding per missing annotation: the message depends on nothing else.
+            for n in &t.need {
+                if cat.get(svc, n).is_some_and(|b| !b.value.is_empty()) {
+                    continue;
+                }
+                out.push(
+                    annotation_field(a.key),
+                    format!(
+                        "{}: \"{}\" needs {}: the cloud's API refuses {} in {calls} without {} ({source}); add {}, or remove {}",
+                        a.key,
+                        a.value,
+                        cat.key(n),
+                        t.when.annotation,
+                        t.params,
+                        cat.key(n),
+                        a.key
+                    ),
+                );
+            }
+        }
+    }
+}
+
+fn source<'t>(table: &'t ApiTable, key: &'t String) -> &'t str {
+    table.sources.get(key).map_or(key.as_str(), String::as_str)
+}
+
+/// The annotation table's own format already refuses the value (reported once, there).
+fn table_refuses(table: &Table, side: Side, name: &str, value: &str) -> bool {
+    table
+        .annotations
+        .iter()
+        .find(|e| e.name == name && e.rule.as_deref() == Some("annotation-format"))
+        .is_some_and(|e| {
+            Table::format_for(e, side == Side::Nlb)
+                .check(value)
+                .is_err()
+        })
+}
+
+/// Why a value (as the controller sends it) is refused by the row's limits.
+pub fn value_error(param: &Param, value: &str) -> Option<String> {
+    let items = param.items(value);
+    if let Some((min, max)) = param.count
+        && (items.len() < min || items.len() > max)
+    {
+        return Some(format!(
+            "{} entries, the API takes {min} to {max}",
+            items.len()
+        ));
+    }
+    if param.distinct {
+        let mut seen = std::collections::BTreeSet::new();
+        if let Some(d) = items.iter().find(|i| !seen.insert(**i)) {
+            return Some(format!("\"{d}\" is named twice, the API takes each once"));
+        }
+    }
+    let list = param.split.is_some();
+    items.iter().find_map(|i| {
+        param
+            .item_error(i)
+            .map(|e| if list { format!("entry {e}") } else { e })
+    })
+}

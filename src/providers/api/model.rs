@@ -1,0 +1,249 @@
+//! The rows of `data/<provider>-api.yaml`: what they say, and reading them.
+
+use std::collections::BTreeMap;
+use std::sync::LazyLock;
+
+use regex::Regex;
+use serde::Deserialize;
+
+use crate::vocab::provider::Provider;
+
+/// One cloud's rows.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ApiTable {
+    pub provider: Provider,
+    /// When the sources were read.
+    pub taken: String,
+    /// The controller commit that `code` lines are under.
+    pub code_base: Option<String>,
+    /// Source key -> the API reference page, SDK model or controller file.
+    pub sources: BTreeMap<String, String>,
+    pub calls: Vec<Call>,
+}
+
+/// Which of a provider's controllers makes a call (ACK: CLB or NLB).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Side {
+    Clb,
+    Nlb,
+}
+
+/// One API operation the controller makes, and the parameters it fills from annotations.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Call {
+    pub call: String,
+    /// Other operations that send the same parameters (the update of what `call` creates).
+    #[serde(default)]
+    pub also: Vec<String>,
+    pub source: String,
+    pub controller: Option<Side>,
+    /// Made once per listener of these protocols (lower case); absent: once per Service.
+    pub protocols: Option<Vec<String>>,
+    /// Made only when all of these hold.
+    #[serde(default)]
+    pub when: Vec<Cond>,
+    #[serde(default)]
+    pub code: Vec<String>,
+    #[serde(default)]
+    pub params: Vec<Param>,
+    #[serde(default)]
+    pub together: Vec<Together>,
+}
+
+/// A condition on an annotation: present (not empty) and, with `in`, one of these values.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Cond {
+    pub annotation: String,
+    #[serde(default, rename = "in")]
+    pub one_of: Vec<String>,
+    /// Compare `in` in any case (the controller's `strings.EqualFold`).
+    #[serde(default)]
+    pub fold: bool,
+    /// Holds when the annotation is absent, empty or none of these (any case).
+    #[serde(default)]
+    pub not_in: Vec<String>,
+    /// `false`: the annotation is absent or empty.
+    pub present: Option<bool>,
+}
+
+/// One parameter, the annotation it comes from and the API's limits on it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Param {
+    pub name: String,
+    pub from: String,
+    #[serde(default)]
+    pub code: Vec<String>,
+    /// Overrides the call's source.
+    pub source: Option<String>,
+    /// Narrows the call's protocols for this row.
+    pub protocols: Option<Vec<String>>,
+    #[serde(default)]
+    pub when: Vec<Cond>,
+    /// The value is a list split on this (by the controller or by the API's own syntax).
+    pub split: Option<String>,
+    #[serde(default)]
+    pub trim: bool,
+    /// With `split`: each item is this part of it (`[":", 0]`: the zone of `zone:vsw`).
+    pub part: Option<(String, usize)>,
+    /// The API needs it: with the call made and the annotation absent, it is refused.
+    #[serde(default)]
+    pub required: bool,
+    /// Characters, inclusive.
+    pub length: Option<(usize, usize)>,
+    /// Matched against the whole value (anchored).
+    pub pattern: Option<String>,
+    /// The pattern in words.
+    pub describe: Option<String>,
+    #[serde(default)]
+    pub not: Vec<String>,
+    #[serde(rename = "enum")]
+    pub values: Option<Vec<String>>,
+    #[serde(default)]
+    pub fold: bool,
+    /// A whole number as Go's strconv.Atoi reads it, inclusive.
+    pub range: Option<(i64, i64)>,
+    /// Numbers allowed outside `range`.
+    #[serde(default, rename = "also")]
+    pub also_numbers: Vec<i64>,
+    /// With `split`: how many items.
+    pub count: Option<(usize, usize)>,
+    #[serde(default)]
+    pub distinct: bool,
+    /// A value that passes.
+    pub example: String,
+    /// Where sources disagree: which one this row follows and why.
+    pub reading: Option<String>,
+    #[serde(skip)]
+    regex: Option<Regex>,
+}
+
+/// Annotations that must go with another one's value in the same call.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Together {
+    #[serde(rename = "if")]
+    pub when: Cond,
+    /// Annotations that must be present (not empty).
+    pub need: Vec<String>,
+    /// The parameters they become, for the message.
+    pub params: String,
+    pub source: Option<String>,
+    #[serde(default)]
+    pub code: Vec<String>,
+    pub reading: Option<String>,
+}
+
+impl Param {
+    /// Why one item (the whole value, or one entry of a list) is refused.
+    pub fn item_error(&self, item: &str) -> Option<String> {
+        if self.not.iter().any(|n| n == item) {
+            return Some(format!("\"{item}\" is refused"));
+        }
+        if let Some((min, max)) = self.length {
+            let n = item.chars().count();
+            if n < min || n > max {
+                return Some(format!("{n} characters, the API takes {min} to {max}"));
+            }
+        }
+        if let Some((min, max)) = self.range {
+            return match crate::vocab::go::atoi(item) {
+                Ok(v) if (min..=max).contains(&v) || self.also_numbers.contains(&v) => None,
+                Ok(v) => Some(format!("{v} is outside {}", self.range_words())),
+                Err(_) => Some(format!("\"{item}\" is not a whole number")),
+            };
+        }
+        let in_enum = self.values.as_ref().map(|vs| {
+            vs.iter().any(|v| {
+                if self.fold {
+                    v.eq_ignore_ascii_case(item)
+                } else {
+                    v == item
+                }
+            })
+        });
+        let matches = self.regex.as_ref().map(|r| r.is_match(item));
+        let ok = match (in_enum, matches) {
+            (None, None) => true,
+            (Some(e), None) => e,
+            (None, Some(m)) => m,
+            (Some(e), Some(m)) => e || m,
+        };
+        (!ok).then(|| format!("\"{item}\" is not {}", self.allowed()))
+    }
+
+    fn range_words(&self) -> String {
+        let (min, max) = self.range.unwrap_or_default();
+        let mut s = format!("{min} to {max}");
+        for a in &self.also_numbers {
+            s.push_str(&format!(" or {a}"));
+        }
+        s
+    }
+
+    /// What the API takes, in words.
+    pub fn allowed(&self) -> String {
+        let mut parts = Vec::new();
+        if let Some(vs) = &self.values {
+            let case = if self.fold { " (any case)" } else { "" };
+            parts.push(format!("one of {}{case}", vs.join(", ")));
+        }
+        if let Some(d) = &self.describe {
+            parts.push(d.clone());
+        }
+        if parts.is_empty() {
+            parts.push(format!("like \"{}\"", self.example));
+        }
+        parts.join(", or ")
+    }
+
+    /// The items of a value as the controller sends them.
+    pub fn items<'v>(&self, value: &'v str) -> Vec<&'v str> {
+        let Some(sep) = &self.split else {
+            return vec![value];
+        };
+        value
+            .split(sep.as_str())
+            .map(|i| if self.trim { i.trim() } else { i })
+            .map(|i| match &self.part {
+                Some((p, n)) => i.split(p.as_str()).nth(*n).unwrap_or(""),
+                None => i,
+            })
+            .collect()
+    }
+}
+
+fn parse(p: Provider, text: &str) -> ApiTable {
+    // Embedded and parsed by the tests, so a failure is a build bug.
+    let mut t: ApiTable = crate::vocab::yaml::from_str(text)
+        .unwrap_or_else(|e| panic!("providers/data/{p}-api.yaml is invalid: {e}"));
+    assert_eq!(
+        t.provider, p,
+        "providers/data/{p}-api.yaml names another provider"
+    );
+    for call in &mut t.calls {
+        for param in &mut call.params {
+            param.regex = param.pattern.as_ref().map(|s| {
+                Regex::new(&format!("^(?:{s})$")).unwrap_or_else(|e| {
+                    panic!("{p}-api.yaml {}.{}: pattern: {e}", call.call, param.name)
+                })
+            });
+        }
+    }
+    t
+}
+
+static ALIBABA: LazyLock<ApiTable> =
+    LazyLock::new(|| parse(Provider::Alibaba, include_str!("../data/alibaba-api.yaml")));
+
+/// A provider's API rows (none for a cloud without a file).
+pub fn table(p: Provider) -> Option<&'static ApiTable> {
+    match p {
+        Provider::Alibaba => Some(&ALIBABA),
+        _ => None,
+    }
+}

@@ -1,0 +1,63 @@
+"""Each API row of src/providers/data/<provider>-api.yaml against the cloud's own SDK request
+models: the call (or one of its `also` calls) has a request model, and the parameter is a
+field of it (a dotted name: a field of the nested model). Reads the rows as JSON on stdin,
+prints one line per row that does not fit, exits 1 if any."""
+import json
+import sys
+
+
+def models(provider, side):
+    if provider == "alibaba":
+        if side == "nlb":
+            import alibabacloud_nlb20220430.models as m
+        else:
+            import alibabacloud_slb20140515.models as m
+        return m
+    raise SystemExit(f"no SDK for {provider}")
+
+
+def nested(name, value):
+    """{'A': {'B': value}} for 'A.B'."""
+    for part in reversed(name.split(".")):
+        value = {part: value}
+    return value
+
+
+def fits(model, name, value):
+    sent = nested(name, value)
+    try:
+        got = model().from_map(sent).to_map()
+    except Exception:  # a field of another type
+        return False
+    for part in name.split("."):
+        if not isinstance(got, dict) or part not in got:
+            return False
+        got = got[part]
+    return True
+
+
+def main():
+    doc = json.load(sys.stdin)
+    bad = []
+    for call in doc["calls"]:
+        m = models(doc["provider"], call.get("controller"))
+        names = [call["call"], *call.get("also", [])]
+        classes = [getattr(m, f"{n}Request", None) for n in names]
+        if classes[0] is None:
+            bad.append(f"{call['call']}: no request model")
+            continue
+        for p in call.get("params", []):
+            value = p["example"]
+            if "split" in p:
+                value = value.split(p["split"])
+            if "part" in p:
+                # One part of each entry: the API takes the entries as structures.
+                value = [{} for _ in value]
+            if not any(c is not None and fits(c, p["name"], value) for c in classes):
+                bad.append(f"{call['call']}.{p['name']}: not a field of {names}")
+    for b in bad:
+        print(b)
+    sys.exit(1 if bad else 0)
+
+
+main()
