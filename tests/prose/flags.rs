@@ -109,7 +109,14 @@ pub fn command(text: &str, span: bool) -> (Ctx, Vec<String>) {
         return lbguard_at(i + 1);
     }
     if base == "cargo" && words.get(i + 1) == Some(&"run") {
-        // cargo's own flags come before `--`, lbguard's after it.
+        // cargo's own flags come before `--`, lbguard's after it; another binary's
+        // (`--bin lbguard-bench`) are not lbguard's.
+        let other_bin = words
+            .windows(2)
+            .any(|w| w[0] == "--bin" && w[1].trim_matches('`') != "lbguard");
+        if other_bin {
+            return (Ctx::Other, Vec::new());
+        }
         return match words.iter().position(|w| *w == "--") {
             Some(j) => lbguard_at(j + 1),
             None => (Ctx::Other, Vec::new()),
