@@ -114,7 +114,9 @@ fn have_pre_commit() -> bool {
         Ok("true"),
         "CI=true needs pre-commit"
     );
-    eprintln!("pre-commit: not run: not installed (pip install pre-commit)");
+    eprintln!(
+        "pre-commit: not run: not installed (scripts/venv installs it into target/venv; put target/venv/bin on PATH)"
+    );
     false
 }
 
