@@ -131,7 +131,13 @@ pub fn run(cli: Cli) -> ExitCode {
                     return ExitCode::FAILURE;
                 }
             };
-            match runtime.block_on(crate::server::run(args)) {
+            let log = crate::server::init_logging(args.log_format);
+            let result = runtime.block_on(crate::server::run(args));
+            // Background tasks stop with the runtime before the log's writer thread does: a
+            // line one logged after that would be lost, with an error on stderr.
+            runtime.shutdown_timeout(std::time::Duration::from_secs(1));
+            drop(log);
+            match result {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("lbguard serve: {}", chain(&e));

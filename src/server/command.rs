@@ -117,8 +117,9 @@ fn sigterm() -> impl Future<Output = ()> + Send + 'static {
 /// Logs go to stderr through a writer thread: a request never waits on the pipe or file
 /// behind stderr (a blocking write there cost up to a third of the throughput with every
 /// decision logged). Nothing is dropped: when the 128k-line buffer is full, callers wait.
-/// Keep the guard until exit; dropping it flushes what is buffered.
-fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
+/// Keep the guard until the runtime has stopped (so no task logs after it); dropping it
+/// flushes what is buffered.
+pub fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
     let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
         .lossy(false)
         .thread_name("lbguard-log")
@@ -205,10 +206,9 @@ async fn cluster_client() -> Result<kube::Client, String> {
     kube::Client::try_from(config).map_err(|e| e.to_string())
 }
 
-/// `lbguard serve`.
+/// `lbguard serve`, with logging set up (`init_logging`).
 pub async fn run(args: ServeArgs) -> anyhow::Result<()> {
     use anyhow::Context;
-    let _log_guard = init_logging(args.log_format);
     let mut config = match &args.config {
         Some(p) => Config::read(p)
             .and_then(|text| crate::engine::parse_config(&text, &p.display().to_string()))?,

@@ -17,7 +17,7 @@ pub mod tasks;
 pub mod tls;
 
 pub use crate::vocab::duration::parse_duration;
-pub use command::{LogFormat, ServeArgs, run};
+pub use command::{LogFormat, ServeArgs, init_logging, run};
 pub use listen::{Listen, MAX_HEADER_BYTES, serve_tls};
 pub use process::{Running, ServerOptions, claims_namespace, start};
 pub use routes::{metrics_router, router};
