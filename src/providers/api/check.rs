@@ -99,10 +99,13 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
         if ports_for(call, None, &listeners).is_some_and(|p| p.is_empty()) {
             continue;
         }
-        let calls = std::iter::once(call.call.as_str())
-            .chain(call.also.iter().map(String::as_str))
-            .collect::<Vec<_>>()
-            .join("/");
+        // Words for messages only: built when a finding is, not on every admission.
+        let calls = || {
+            std::iter::once(call.call.as_str())
+                .chain(call.also.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join("/")
+        };
         for param in &call.params {
             if !param.when.iter().all(|c| holds(cat, svc, c)) {
                 continue;
@@ -112,29 +115,34 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 continue;
             }
             let sent = cat.get(svc, &param.from).filter(|a| !a.value.is_empty());
-            let source = source(table, param.source.as_ref().unwrap_or(&call.source));
-            let sends = format!(
-                "the {controller} controller sends it as {} of {calls}",
-                param.name
-            );
+            let source = || source(table, param.source.as_ref().unwrap_or(&call.source));
             match sent {
                 None if param.required && rule == "dependent-annotations" => out.push(
                     annotation_field(&cat.key(&param.from)),
                     format!(
-                        "{} is not set, but the cloud's API needs {} in {calls}, which the {controller} controller makes for this Service ({source}); set it, e.g. {}: \"{}\"",
+                        "{} is not set, but the cloud's API needs {} in {}, which the {controller} controller makes for this Service ({}); set it, e.g. {}: \"{}\"",
                         cat.key(&param.from),
                         param.name,
+                        calls(),
+                        source(),
                         cat.key(&param.from),
                         param.example
                     ),
                 ),
-                Some(a) if rule == "annotation-format" && !table_refuses(cat.table(), side, &param.from, a.value) => {
-                    if let Some(why) = value_error(param, a.value) {
+                Some(a) if rule == "annotation-format" => {
+                    if let Some(why) = value_error(param, a.value)
+                        && !table_refuses(cat.table(), side, &param.from, a.value)
+                    {
                         out.push(
                             annotation_field(a.key),
                             format!(
-                                "{} is \"{}\": {why}; {sends}, which the cloud's API refuses ({source}); write e.g. \"{}\"",
-                                a.key, a.value, param.example
+                                "{} is \"{}\": {why}; the {controller} controller sends it as {} of {}, which the cloud's API refuses ({}); write e.g. \"{}\"",
+                                a.key,
+                                a.value,
+                                param.name,
+                                calls(),
+                                source(),
+                                param.example
                             ),
                         );
                     }
@@ -153,6 +161,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 continue;
             };
             let source = source(table, t.source.as_ref().unwrap_or(&call.source));
+            let calls = calls();
             // One finding per missing annotation: the message depends on nothing else.
             for n in &t.need {
                 if cat.get(svc, n).is_some_and(|b| !b.value.is_empty()) {
