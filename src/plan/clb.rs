@@ -5,7 +5,9 @@
 
 use super::attrs;
 use super::listeners::{Have, Want, held, wanted};
-use super::side::{Side, bound_group, code, facts, lb_id, lb_name, tags_cleared};
+use super::side::{
+    Side, bound_group, code, facts, lb_id, lb_name, tags_cleared, unmanaged_listeners,
+};
 use crate::vocab::ctx::Ctx;
 use crate::vocab::lb::LoadBalancer;
 use crate::vocab::plan::{Action, Plan, Step};
@@ -249,19 +251,13 @@ fn listeners(
 ) -> Vec<Want> {
     let was_managed = old.is_some_and(|o| o.manages_listeners());
     if !new.manages_listeners() {
-        if was_managed {
-            plan.push(
-                Step::new(Action::Keep, "the listeners stay as they are", code!("controller/service/clbv1/model_applier.go:99-112"))
-                    .detail("force-override-listeners is no longer \"true\" on this reused load balancer: the controller stops reconciling its listeners, which keep their ports, attributes and vServer groups, whatever the Service says next")
-                    .rule("plan-no-reset")
-                    .field(new.field("force-override-listeners")),
-            );
-        } else if old.is_none() {
-            plan.push(
-                Step::new(Action::Keep, "no listener", code!("controller/service/clbv1/model_applier.go:99-112"))
-                    .detail("the load balancer is reused and force-override-listeners is not \"true\": the controller creates, changes and deletes no listener; bind ports to your listeners' vServer groups with vgroup-port"),
-            );
-        }
+        unmanaged_listeners(
+            old,
+            new,
+            code!("controller/service/clbv1/model_applier.go:99-112"),
+            ("load balancer", "vServer groups"),
+            plan,
+        );
         return Vec::new();
     }
     let haves: Vec<Have> = match (lb_facts, old) {

@@ -142,3 +142,27 @@ pub(super) fn tags_cleared(
             .field(new.field("additional-resource-tags")),
     );
 }
+
+/// A reused load balancer whose listeners the controller leaves alone (no
+/// `force-override-listeners: "true"`, both controllers alike): what stays, said once.
+/// `names`: the load balancer and its server groups, as the controller's product calls them.
+pub(super) fn unmanaged_listeners(
+    old: Option<Side>,
+    new: Side,
+    source: &'static str,
+    (lb, groups): (&str, &str),
+    plan: &mut Plan,
+) {
+    if old.is_some_and(|o| o.manages_listeners()) {
+        plan.push(
+            Step::new(Action::Keep, "the listeners stay as they are", source)
+                .detail(format!("force-override-listeners is no longer \"true\" on this reused {lb}: the controller stops reconciling its listeners, which keep their ports, attributes and {groups}, whatever the Service says next"))
+                .rule("plan-no-reset")
+                .field(new.field("force-override-listeners")),
+        );
+    } else if old.is_none() {
+        plan.push(
+            Step::new(Action::Keep, "no listener", source).detail(format!("the {lb} is reused and force-override-listeners is not \"true\": the controller creates, changes and deletes no listener; bind ports to your listeners' {groups} with vgroup-port")),
+        );
+    }
+}
