@@ -166,7 +166,7 @@ pub fn annotations(data: &[u8]) {
         }
     }
     let _ = cluster.reserve(
-        lbguard::engine::Svc(&new),
+        lbguard::engine::Svc::new(&new),
         std::time::Duration::from_secs(1),
         &[],
     );

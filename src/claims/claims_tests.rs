@@ -499,33 +499,36 @@ fn wanted_is_new_ports_on_named_load_balancers_only() {
     let auto = &Scope::from(ProviderChoice::Auto);
     // CREATE on an existing LB: every port.
     let web = a("lb-1").port(443, "TCP").build();
-    assert_eq!(wanted(auto, Svc(&web), None), vec![key(80), key(443)]);
+    assert_eq!(wanted(auto, Svc::new(&web), None), vec![key(80), key(443)]);
     // UPDATE adding 443: only 443.
     let input = update(a("lb-1"), a("lb-1").port(443, "TCP"));
     let (new, old) = (
         input.object.as_ref().unwrap(),
         input.old_object.as_ref().unwrap(),
     );
-    assert_eq!(wanted(auto, Svc(new), Some(Svc(old))), vec![key(443)]);
+    assert_eq!(
+        wanted(auto, Svc::new(new), Some(Svc::new(old))),
+        vec![key(443)]
+    );
     // An LB the CCM creates (no id), Volcengine, skip-managed-listener: nothing.
-    assert!(wanted(auto, Svc(&lb().build()), None).is_empty());
+    assert!(wanted(auto, Svc::new(&lb().build()), None).is_empty());
     let volc = lb().pa(Provider::Volcengine, "id", "clb-1").build();
-    assert!(wanted(auto, Svc(&volc), None).is_empty());
+    assert!(wanted(auto, Svc::new(&volc), None).is_empty());
     let skip = lb()
         .pa(Provider::Huawei, "id", "elb-1")
         .pa(Provider::Huawei, "skip-managed-listener", "true")
         .build();
-    assert!(wanted(auto, Svc(&skip), None).is_empty());
+    assert!(wanted(auto, Svc::new(&skip), None).is_empty());
     let managed = lb()
         .pa(Provider::Huawei, "id", "elb-1")
         .port(53, "UDP")
         .build();
-    let keys = wanted(auto, Svc(&managed), None);
+    let keys = wanted(auto, Svc::new(&managed), None);
     assert_eq!(keys.len(), 2);
     assert!(keys.iter().any(|k| k.family == Family::Udp && k.port == 53));
     // Not a LoadBalancer: nothing.
     let cluster_ip = a("lb-1").type_("ClusterIP").build();
-    assert!(wanted(auto, Svc(&cluster_ip), None).is_empty());
+    assert!(wanted(auto, Svc::new(&cluster_ip), None).is_empty());
 }
 
 #[tokio::test]

@@ -132,9 +132,11 @@ pub fn wanted(scope: &Scope, new: Svc, old: Option<Svc>) -> Vec<ClaimKey> {
 pub fn watch_releases(view: &ClusterState, scope: Scope) -> mpsc::UnboundedReceiver<Released> {
     let (tx, rx) = mpsc::unbounded_channel();
     view.on_change(Box::new(move |old, new| {
-        let keep = new.map(|n| keys_of(&scope, Svc(n))).unwrap_or_default();
-        let holder = holder_of(Svc(old));
-        for key in keys_of(&scope, Svc(old)) {
+        let keep = new
+            .map(|n| keys_of(&scope, Svc::new(n)))
+            .unwrap_or_default();
+        let holder = holder_of(Svc::new(old));
+        for key in keys_of(&scope, Svc::new(old)) {
             if !keep.contains(&key) {
                 let _ = tx.send((holder.clone(), key));
             }

@@ -291,7 +291,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             let Some(s) = c.input.object.as_ref().filter(|_| !inventory.configured()) else {
                 return false;
             };
-            let uses = crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc(s));
+            let uses = crate::cluster::lb_uses(cluster.scope(), crate::engine::Svc::new(s));
             blind_providers.extend(uses.iter().map(|(p, _, _)| *p));
             !uses.is_empty()
         })

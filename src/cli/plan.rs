@@ -143,7 +143,10 @@ pub fn run(args: PlanArgs) -> ExitCode {
             let live = old.get(&key_of(&f.service));
             for s in std::iter::once(&f.service).chain(live) {
                 ids.extend(cloud.named_id(Some(s)));
-                if let Some(l) = cat.lb_id_label.and_then(|l| crate::engine::Svc(s).label(l)) {
+                if let Some(l) = cat
+                    .lb_id_label
+                    .and_then(|l| crate::engine::Svc::new(s).label(l))
+                {
                     ids.push(l.to_string());
                 }
             }

@@ -199,7 +199,7 @@ impl Cloud {
 
     /// The id a Service names, when it is a LoadBalancer of this provider.
     pub fn named_id(&self, svc: Option<&k8s_openapi::api::core::v1::Service>) -> Option<String> {
-        let svc = Svc(svc?);
+        let svc = Svc::new(svc?);
         if !svc.is_lb() {
             return None;
         }

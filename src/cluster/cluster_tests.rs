@@ -61,10 +61,10 @@ fn projection_keeps_only_what_rules_read() {
     assert_eq!(p.annotations.len(), 1);
     let back = p.to_service();
     assert_eq!(
-        Svc(&back).annotation(&catalog(Alibaba).key("id")),
+        Svc::new(&back).annotation(&catalog(Alibaba).key("id")),
         Some("lb-1")
     );
-    assert_eq!(Svc(&back).traffic_policy(), Some("Local"));
+    assert_eq!(Svc::new(&back).traffic_policy(), Some("Local"));
     assert!(back.metadata.managed_fields.is_none());
 }
 
@@ -83,13 +83,15 @@ fn tcp_and_udp_on_one_port_do_not_clash() {
         .only_port(53, "UDP")
         .pa(Ctyun, "id", "lb-1")
         .build();
-    assert!(state.reserve(Svc(&udp), RESERVATION_TTL, &[]).is_ok());
+    assert!(state.reserve(Svc::new(&udp), RESERVATION_TTL, &[]).is_ok());
     let tcp2 = lb()
         .named("shop", "tcp2")
         .only_port(53, "TCP")
         .pa(Ctyun, "id", "lb-1")
         .build();
-    let e = state.reserve(Svc(&tcp2), RESERVATION_TTL, &[]).unwrap_err();
+    let e = state
+        .reserve(Svc::new(&tcp2), RESERVATION_TTL, &[])
+        .unwrap_err();
     assert_eq!(
         e,
         ["port 53/TCP on load balancer \"lb-1\" is held by shop/tcp"]
@@ -100,10 +102,10 @@ fn tcp_and_udp_on_one_port_do_not_clash() {
 fn reservation_holds_until_the_watch_shows_the_service_or_it_expires() {
     let state = ClusterState::new(cfg("").provider);
     let a = lb().named("shop", "a").pa(Ctyun, "id", "lb-1").build();
-    state.reserve(Svc(&a), RESERVATION_TTL, &[]).unwrap();
+    state.reserve(Svc::new(&a), RESERVATION_TTL, &[]).unwrap();
     assert_eq!(users(&state, Ctyun, "lb-1"), ["shop/a"]);
     // Re-admitting the same Service is not a conflict with itself.
-    state.reserve(Svc(&a), RESERVATION_TTL, &[]).unwrap();
+    state.reserve(Svc::new(&a), RESERVATION_TTL, &[]).unwrap();
     assert_eq!(users(&state, Ctyun, "lb-1"), ["shop/a"]);
     // The watch shows it: the reservation gives way to the real entry (still one user).
     state.apply_service(&a);
@@ -111,12 +113,12 @@ fn reservation_holds_until_the_watch_shows_the_service_or_it_expires() {
     // An expired reservation holds nothing.
     let b = lb().named("shop", "b").pa(Ctyun, "id", "lb-2").build();
     state
-        .reserve(Svc(&b), Duration::from_millis(0), &[])
+        .reserve(Svc::new(&b), Duration::from_millis(0), &[])
         .unwrap();
     std::thread::sleep(Duration::from_millis(2));
     assert!(users(&state, Ctyun, "lb-2").is_empty());
     let c = lb().named("shop", "c").pa(Ctyun, "id", "lb-2").build();
-    state.reserve(Svc(&c), RESERVATION_TTL, &[]).unwrap();
+    state.reserve(Svc::new(&c), RESERVATION_TTL, &[]).unwrap();
 }
 
 #[test]
@@ -131,7 +133,7 @@ fn two_concurrent_admissions_for_one_port_one_wins() {
                 std::thread::spawn(move || {
                     let s = lb().named("shop", name).pa(Alibaba, "id", "lb-1").build();
                     barrier.wait();
-                    state.reserve(Svc(&s), RESERVATION_TTL, &[]).is_ok()
+                    state.reserve(Svc::new(&s), RESERVATION_TTL, &[]).is_ok()
                 })
             })
             .collect();
@@ -153,13 +155,17 @@ fn skip_managed_listener_services_share_ports() {
             .build()
     };
     state
-        .reserve(Svc(&skip("a")), RESERVATION_TTL, &[])
+        .reserve(Svc::new(&skip("a")), RESERVATION_TTL, &[])
         .unwrap();
     state
-        .reserve(Svc(&skip("b")), RESERVATION_TTL, &[])
+        .reserve(Svc::new(&skip("b")), RESERVATION_TTL, &[])
         .unwrap();
     let managed = lb().named("shop", "c").pa(Huawei, "id", "elb-1").build();
-    assert!(state.reserve(Svc(&managed), RESERVATION_TTL, &[]).is_err());
+    assert!(
+        state
+            .reserve(Svc::new(&managed), RESERVATION_TTL, &[])
+            .is_err()
+    );
 }
 
 #[test]
@@ -240,15 +246,19 @@ fn an_update_tolerates_clashes_its_live_object_already_had() {
     state.apply_service(&a);
     state.apply_service(&b);
     // b is updated (a label, say): its clash with a predates the update.
-    let tolerate = state.clashes(Svc(&b));
+    let tolerate = state.clashes(Svc::new(&b));
     assert_eq!(
         tolerate,
         ["port 80/TCP on load balancer \"lb-1\" is held by shop/a"]
     );
-    assert!(state.reserve(Svc(&b), RESERVATION_TTL, &tolerate).is_ok());
+    assert!(
+        state
+            .reserve(Svc::new(&b), RESERVATION_TTL, &tolerate)
+            .is_ok()
+    );
     // A new Service gets no such pass.
     let c = lb().named("shop", "c").pa(Ctyun, "id", "lb-1").build();
-    assert!(state.reserve(Svc(&c), RESERVATION_TTL, &[]).is_err());
+    assert!(state.reserve(Svc::new(&c), RESERVATION_TTL, &[]).is_err());
 }
 
 #[test]

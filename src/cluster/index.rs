@@ -57,7 +57,7 @@ impl SvcProj {
                 .filter(|(k, _)| claimed(k))
                 .map(|(k, v)| (k.as_str().into(), v.as_str().into()))
                 .collect(),
-            ports: Svc(s)
+            ports: Svc::new(s)
                 .ports()
                 .iter()
                 .map(|p| {

@@ -98,8 +98,8 @@ impl ClusterState {
     /// A Service was added or changed (watch `Apply`/`InitApply`).
     pub fn apply_service(&self, s: &Service) {
         let key = key_of(s.metadata.namespace.as_deref(), s.metadata.name.as_deref());
-        let uses = if Svc(s).is_lb() {
-            lb_uses(&self.scope, Svc(s))
+        let uses = if Svc::new(s).is_lb() {
+            lb_uses(&self.scope, Svc::new(s))
         } else {
             Vec::new()
         };
@@ -107,7 +107,7 @@ impl ClusterState {
         let old = self.old_for_hook(&inner, &key);
         inner.drop_reservation(&key);
         inner.remove_service(&key);
-        if !Svc(s).is_lb() {
+        if !Svc::new(s).is_lb() {
             drop(inner);
             self.changed(old, Some(s));
             return;

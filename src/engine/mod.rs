@@ -103,7 +103,7 @@ pub fn evaluate(
     inventory: &dyn Inventory,
 ) -> Verdict {
     let mut verdict = evaluate_once(input, config, versions, cluster, inventory);
-    let old_lb = input.old_object.as_ref().filter(|o| Svc(o).is_lb());
+    let old_lb = input.old_object.as_ref().filter(|o| Svc::new(o).is_lb());
     if input.operation != Operation::Update || verdict.allowed() {
         return verdict;
     }

@@ -115,7 +115,7 @@ pub fn mutate(
     };
     let applicable = config.defaults.enabled
         && matches!(input.operation, Operation::Create | Operation::Update)
-        && Svc(object).is_lb()
+        && Svc::new(object).is_lb()
         && exemption(input, config).is_none();
     if !applicable {
         return Some(Mutation {
@@ -126,7 +126,7 @@ pub fn mutate(
     b.live = input
         .old_object
         .as_ref()
-        .filter(|o| input.operation == Operation::Update && Svc(o).is_lb());
+        .filter(|o| input.operation == Operation::Update && Svc::new(o).is_lb());
     let ctx = Ctx::new(input, config, versions, &EmptyCluster, inventory);
     if not_ours(&ctx).is_some() {
         return Some(Mutation {
@@ -135,7 +135,7 @@ pub fn mutate(
         });
     }
     let providers = providers(&ctx);
-    let new = Svc(object);
+    let new = Svc::new(object);
     let d = &config.defaults;
 
     // Each provider hands over its defaults; the engine applies them where the user set

@@ -105,6 +105,9 @@ impl Catalog {
         // searching the map (a search compares the long shared prefix key by key).
         for prefix in std::iter::once(self.prefix).chain(self.legacy_prefix) {
             let len = prefix.len() + suffix.len();
+            if !svc.key_lengths().may_have(len) {
+                continue;
+            }
             let is = |k: &str| k.len() == len && k.ends_with(suffix) && k.starts_with(prefix);
             let found = if anns.len() <= SCAN_UP_TO {
                 anns.iter().find(|(k, _)| is(k))

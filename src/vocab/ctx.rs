@@ -141,8 +141,8 @@ impl<'a> Ctx<'a> {
     ) -> Self {
         Self {
             input,
-            new: input.object.as_ref().map(Svc),
-            old: input.old_object.as_ref().map(Svc),
+            new: input.object.as_ref().map(Svc::new),
+            old: input.old_object.as_ref().map(Svc::new),
             config,
             cluster_version: &versions.cluster,
             ccm_version: &versions.ccm,

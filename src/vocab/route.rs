@@ -166,9 +166,9 @@ mod tests {
         #[case] want: Option<Controller>,
     ) {
         let s = svc(class, anns, "LoadBalancer");
-        assert_eq!(controller(p, Svc(&s), &Classes::new()), want);
+        assert_eq!(controller(p, Svc::new(&s), &Classes::new()), want);
         assert_eq!(
-            why_not(p, Svc(&s), &Classes::new()).is_some(),
+            why_not(p, Svc::new(&s), &Classes::new()).is_some(),
             want.is_none()
         );
     }
@@ -178,12 +178,12 @@ mod tests {
         let classes = Classes::from([("corp.example/ccm".to_string(), Controller::Default)]);
         let s = svc(Some("corp.example/ccm"), &[], "LoadBalancer");
         assert_eq!(
-            controller(Provider::Huawei, Svc(&s), &classes),
+            controller(Provider::Huawei, Svc::new(&s), &classes),
             Some(Controller::Default)
         );
         let s = svc(None, &[], "ClusterIP");
-        assert_eq!(controller(Provider::Alibaba, Svc(&s), &classes), None);
-        assert_eq!(why_not(Provider::Alibaba, Svc(&s), &classes), None);
+        assert_eq!(controller(Provider::Alibaba, Svc::new(&s), &classes), None);
+        assert_eq!(why_not(Provider::Alibaba, Svc::new(&s), &classes), None);
     }
 
     #[test]

@@ -18,7 +18,7 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     let Some(svc) = input
         .object
         .as_ref()
-        .filter(|s| crate::engine::Svc(s).is_lb())
+        .filter(|s| crate::engine::Svc::new(s).is_lb())
     else {
         return false;
     };
@@ -26,19 +26,19 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
         Operation::Update => input
             .old_object
             .as_ref()
-            .filter(|o| crate::engine::Svc(o).is_lb()),
+            .filter(|o| crate::engine::Svc::new(o).is_lb()),
         _ => None,
     };
     // An update that keeps its load balancers and ports holds nothing new: the watch
     // already shows them. Most updates are like that, and this skips a write lock.
-    let uses = |s| crate::cluster::lb_uses(app.cluster.scope(), crate::engine::Svc(s));
+    let uses = |s| crate::cluster::lb_uses(app.cluster.scope(), crate::engine::Svc::new(s));
     if let Some(old) = old
         && uses(svc) == uses(old)
     {
         return false;
     }
     let mut tolerate = match old {
-        Some(old) => app.cluster.clashes(crate::engine::Svc(old)),
+        Some(old) => app.cluster.clashes(crate::engine::Svc::new(old)),
         None => Vec::new(),
     };
     // Services an exception lets this one share a port with (both named for the rule).
@@ -49,10 +49,13 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
         .filter_map(|v| v.peer.as_deref())
         .collect();
     if !shared.is_empty() {
-        tolerate.extend(app.cluster.clashes_with(crate::engine::Svc(svc), &shared));
+        tolerate.extend(
+            app.cluster
+                .clashes_with(crate::engine::Svc::new(svc), &shared),
+        );
     }
     let Err(conflicts) = app.cluster.reserve(
-        crate::engine::Svc(svc),
+        crate::engine::Svc::new(svc),
         crate::cluster::RESERVATION_TTL,
         &tolerate,
     ) else {
@@ -378,10 +381,10 @@ fn claims_needed(app: &AppState, input: &Input, verdict: &Verdict) -> Vec<crate:
         return Vec::new();
     };
     let old = match input.operation {
-        Operation::Update => input.old_object.as_ref().map(crate::engine::Svc),
+        Operation::Update => input.old_object.as_ref().map(crate::engine::Svc::new),
         _ => None,
     };
-    crate::claims::wanted(app.cluster.scope(), crate::engine::Svc(new), old)
+    crate::claims::wanted(app.cluster.scope(), crate::engine::Svc::new(new), old)
 }
 
 /// Turns a failed claim into the answer: a holder is a `listener-port-unique` finding; an
