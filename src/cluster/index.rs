@@ -128,8 +128,9 @@ pub(super) fn key_of(namespace: Option<&str>, name: Option<&str>) -> Key {
 pub(super) struct Inner {
     pub(super) services: HashMap<Key, SvcProj>,
     pub(super) lbs: HashMap<(Provider, Box<str>), Vec<LbUser>>,
-    /// Reserved Services and the load balancers they hold.
-    pub(super) reservations: HashMap<Key, Vec<(Provider, Box<str>)>>,
+    /// Reserved Services: until when, and the load balancers they hold. The expiry is
+    /// kept here so purging scans the reservations, not every load balancer's users.
+    pub(super) reservations: HashMap<Key, (Instant, Vec<(Provider, Box<str>)>)>,
     pub(super) nodes: HashMap<String, Vec<String>>,
     pub(super) node_ips: HashMap<String, String>,
     /// Each node's `topology.kubernetes.io/region` label.
@@ -151,7 +152,7 @@ impl Inner {
     }
 
     pub(super) fn drop_reservation(&mut self, key: &Key) {
-        if let Some(lbs) = self.reservations.remove(key) {
+        if let Some((_, lbs)) = self.reservations.remove(key) {
             for lb in lbs {
                 if let Some(users) = self.lbs.get_mut(&lb) {
                     users.retain(|u| {

@@ -285,8 +285,15 @@ impl ClusterState {
     /// `reserve` words them. An UPDATE passes its live object's clashes to `reserve` as
     /// tolerated: they predate the update (and the rules have judged them).
     pub fn clashes(&self, svc: Svc) -> Vec<String> {
-        self.read()
-            .clashes(&lb_uses(&self.scope, svc), Instant::now(), |_| true)
+        self.clashes_of(&lb_uses(&self.scope, svc))
+    }
+
+    /// `clashes`, for uses the caller already has (`lb_uses`).
+    pub fn clashes_of(&self, uses: &[(Provider, String, LbUser)]) -> Vec<String> {
+        if uses.is_empty() {
+            return Vec::new();
+        }
+        self.read().clashes(uses, Instant::now(), |_| true)
     }
 
     /// The clashes with these Services (namespace/name) only, worded as `clashes` words them.
@@ -352,8 +359,17 @@ impl ClusterState {
     /// nothing. Check and hold happen under one lock, so of two concurrent admissions that
     /// want one port, exactly one wins.
     pub fn reserve(&self, svc: Svc, ttl: Duration, tolerate: &[String]) -> Result<(), Vec<String>> {
+        self.reserve_uses(lb_uses(&self.scope, svc), ttl, tolerate)
+    }
+
+    /// `reserve`, for uses the caller already has (`lb_uses`).
+    pub fn reserve_uses(
+        &self,
+        uses: Vec<(Provider, String, LbUser)>,
+        ttl: Duration,
+        tolerate: &[String],
+    ) -> Result<(), Vec<String>> {
         let now = Instant::now();
-        let uses = lb_uses(&self.scope, svc);
         if uses.is_empty() {
             return Ok(());
         }
@@ -368,11 +384,10 @@ impl ClusterState {
         }
         // Purge expired reservations while holding the lock anyway.
         let expired: Vec<Key> = inner
-            .lbs
-            .values()
-            .flatten()
-            .filter(|u| !u.is_live(now))
-            .map(|u| (Arc::clone(&u.namespace), Arc::clone(&u.name)))
+            .reservations
+            .iter()
+            .filter(|(_, (until, _))| *until <= now)
+            .map(|(k, _)| k.clone())
             .collect();
         for k in expired {
             inner.drop_reservation(&k);
@@ -389,7 +404,7 @@ impl ClusterState {
             held.push((p, id.clone()));
             inner.lbs.entry((p, id)).or_default().push(user);
         }
-        inner.reservations.insert(key, held);
+        inner.reservations.insert(key, (now + ttl, held));
         Ok(())
     }
 

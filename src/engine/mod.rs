@@ -102,7 +102,7 @@ pub fn evaluate(
     cluster: &dyn ClusterView,
     inventory: &dyn Inventory,
 ) -> Verdict {
-    let mut verdict = evaluate_once(input, config, versions, cluster, inventory);
+    let mut verdict = evaluate_once(input, config, versions, cluster, inventory, None);
     let old_lb = input.old_object.as_ref().filter(|o| Svc::new(o).is_lb());
     if input.operation != Operation::Update || verdict.allowed() {
         return verdict;
@@ -119,7 +119,20 @@ pub fn evaluate(
     before.namespace.clone_from(&input.namespace);
     before.name.clone_from(&input.name);
     before.uid.clone_from(&input.uid);
-    let already = evaluate_once(&before, config, versions, cluster, inventory);
+    // Only the denying rules are asked again of the live object, unless a denial is the
+    // report of an unknown load balancer: its message names every rule that could not decide.
+    let denying: Vec<&'static str> = verdict
+        .violations
+        .iter()
+        .filter(|v| v.action == Action::Deny)
+        .map(|v| v.rule)
+        .collect();
+    let all = verdict
+        .violations
+        .iter()
+        .any(|v| v.action == Action::Deny && v.inventory);
+    let only = (!all).then_some(denying.as_slice());
+    let already = evaluate_once(&before, config, versions, cluster, inventory, only);
     for v in verdict
         .violations
         .iter_mut()
@@ -144,6 +157,7 @@ fn evaluate_once(
     versions: &Versions,
     cluster: &dyn ClusterView,
     inventory: &dyn Inventory,
+    only: Option<&[&'static str]>,
 ) -> Verdict {
     let mut verdict = Verdict::default();
     if let Some(why) = exemption(input, config) {
@@ -186,6 +200,9 @@ fn evaluate_once(
     // One report per unknown load balancer, naming every rule that could not decide.
     let mut unknown: Vec<(Finding, Vec<&'static str>)> = Vec::new();
     for rule in registry() {
+        if only.is_some_and(|only| !only.contains(&rule.id)) {
+            continue;
+        }
         let action = config.action_for(rule.id, rule.default);
         if action == Action::Off {
             continue;

@@ -98,31 +98,39 @@ pub fn annotation_field(key: &str) -> String {
 impl Catalog {
     /// Same key, either prefix (Alibaba reads the legacy prefix too).
     pub fn get<'s>(&self, svc: Svc<'s>, suffix: &str) -> Option<Annot<'s>> {
+        // This runs for every annotation every rule reads (some 250 names on an ACK
+        // admission, nearly all absent), so it builds no "prefix+suffix" String, first asks
+        // the Service's key shapes whether such a key can be there at all and, on the usual
+        // handful of annotations, compares lengths before bytes instead of searching the map
+        // (a search compares the long shared prefix key by key).
         let anns = svc.annotations()?;
-        // This runs for every annotation every rule reads (ACK's format checks alone ask for
-        // some sixty names on each admission), so it builds no "prefix+suffix" String and,
-        // on the usual handful of annotations, compares lengths before bytes instead of
-        // searching the map (a search compares the long shared prefix key by key).
-        for prefix in std::iter::once(self.prefix).chain(self.legacy_prefix) {
-            let len = prefix.len() + suffix.len();
-            if !svc.key_lengths().may_have(len) {
-                continue;
-            }
-            let is = |k: &str| k.len() == len && k.ends_with(suffix) && k.starts_with(prefix);
-            let found = if anns.len() <= SCAN_UP_TO {
-                anns.iter().find(|(k, _)| is(k))
-            } else {
-                use std::ops::Bound;
-                anns.range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
-                    .take_while(|(k, _)| k.starts_with(prefix))
-                    .find(|(k, _)| is(k))
-            };
-            if let Some((k, v)) = found {
-                return Some(Annot { key: k, value: v });
-            }
-        }
-        None
+        find(anns, svc, self.prefix, suffix)
+            .or_else(|| find(anns, svc, self.legacy_prefix?, suffix))
     }
+}
+
+#[inline]
+fn find<'s>(
+    anns: &'s std::collections::BTreeMap<String, String>,
+    svc: Svc<'s>,
+    prefix: &str,
+    suffix: &str,
+) -> Option<Annot<'s>> {
+    let len = prefix.len() + suffix.len();
+    let last = suffix.as_bytes().last().or(prefix.as_bytes().last());
+    if !svc.key_shapes().may_have(len, last.copied().unwrap_or(0)) {
+        return None;
+    }
+    let is = |k: &str| k.len() == len && k.ends_with(suffix) && k.starts_with(prefix);
+    let (k, v) = if anns.len() <= SCAN_UP_TO {
+        anns.iter().find(|(k, _)| is(k))
+    } else {
+        use std::ops::Bound;
+        anns.range::<str, _>((Bound::Included(prefix), Bound::Unbounded))
+            .take_while(|(k, _)| k.starts_with(prefix))
+            .find(|(k, _)| is(k))
+    }?;
+    Some(Annot { key: k, value: v })
 }
 
 /// Up to this many annotations `Catalog::get` compares every key; above, it searches the map.

@@ -129,6 +129,9 @@ pub struct Ctx<'a> {
     /// The plan of each provider (`Provider::ALL`'s order), computed by the first plan rule
     /// that needs it and shared by the others.
     pub plans: [OnceCell<Plan>; 4],
+    /// `controller`'s answer per provider (`Provider::ALL`'s order): rules ask it dozens of
+    /// times a request.
+    controllers: [OnceCell<Option<super::controller::Controller>>; 4],
 }
 
 impl<'a> Ctx<'a> {
@@ -149,19 +152,26 @@ impl<'a> Ctx<'a> {
             cluster,
             inventory,
             plans: Default::default(),
+            controllers: Default::default(),
         }
     }
 
     /// The controller of `p` that takes this request's Service: the new object's, or on a
     /// change away from LoadBalancer (or a delete) the live one's.
     pub fn controller(&self, p: Provider) -> Option<super::controller::Controller> {
-        let classes = &self.config.load_balancer_classes;
-        self.new
-            .and_then(|s| super::route::controller(p, s, classes))
-            .or_else(|| {
-                self.old
-                    .and_then(|s| super::route::controller(p, s, classes))
-            })
+        let i = Provider::ALL
+            .iter()
+            .position(|q| *q == p)
+            .unwrap_or_default();
+        *self.controllers[i].get_or_init(|| {
+            let classes = &self.config.load_balancer_classes;
+            self.new
+                .and_then(|s| super::route::controller(p, s, classes))
+                .or_else(|| {
+                    self.old
+                        .and_then(|s| super::route::controller(p, s, classes))
+                })
+        })
     }
 
     /// True when `p` has a say on this request: a controller of `p` takes its LoadBalancer

@@ -5,32 +5,38 @@ use std::collections::BTreeMap;
 use k8s_openapi::api::core::v1::{Service, ServicePort};
 
 #[derive(Debug, Clone, Copy)]
-pub struct Svc<'a>(pub &'a Service, KeyLengths);
+pub struct Svc<'a>(pub &'a Service, KeyShapes);
 
-/// The lengths of the Service's annotation keys, as bits (modulo 128): rules ask for some
-/// two hundred catalog annotations on each admission and nearly all are absent, so a lookup
-/// first asks whether any key has its length and most end there.
+/// The Service's annotation keys as bits of (length, last byte): rules ask for some two
+/// hundred catalog annotations on each admission and nearly all are absent, so a lookup
+/// first asks whether any key has that length and last byte, and most end there.
 #[derive(Debug, Clone, Copy)]
-pub struct KeyLengths(u128);
+pub struct KeyShapes(u128);
 
-impl KeyLengths {
-    fn of(svc: &Service) -> Self {
-        let keys = svc.metadata.annotations.iter().flat_map(|a| a.keys());
-        Self(keys.fold(0, |bits, k| bits | 1 << (k.len() % 128)))
+impl KeyShapes {
+    fn bit(len: usize, last: u8) -> u128 {
+        1 << (len.wrapping_mul(31).wrapping_add(usize::from(last)) % 128)
     }
 
-    /// False when no annotation key is `len` bytes long.
-    pub fn may_have(self, len: usize) -> bool {
-        self.0 & 1 << (len % 128) != 0
+    fn of(svc: &Service) -> Self {
+        let keys = svc.metadata.annotations.iter().flat_map(|a| a.keys());
+        Self(keys.fold(0, |bits, k| {
+            bits | Self::bit(k.len(), k.as_bytes().last().copied().unwrap_or(0))
+        }))
+    }
+
+    /// False when no annotation key is `len` bytes long and ends in `last`.
+    pub fn may_have(self, len: usize, last: u8) -> bool {
+        self.0 & Self::bit(len, last) != 0
     }
 }
 
 impl<'a> Svc<'a> {
     pub fn new(svc: &'a Service) -> Self {
-        Self(svc, KeyLengths::of(svc))
+        Self(svc, KeyShapes::of(svc))
     }
 
-    pub fn key_lengths(self) -> KeyLengths {
+    pub fn key_shapes(self) -> KeyShapes {
         self.1
     }
 

@@ -32,15 +32,14 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
     // An update that keeps its load balancers and ports holds nothing new: the watch
     // already shows them. Most updates are like that, and this skips a write lock.
     let uses = |s| crate::cluster::lb_uses(app.cluster.scope(), crate::engine::Svc::new(s));
-    if let Some(old) = old
-        && uses(svc) == uses(old)
-    {
+    let new_uses = uses(svc);
+    let old_uses = old.map(uses);
+    if old_uses.as_ref() == Some(&new_uses) {
         return false;
     }
-    let mut tolerate = match old {
-        Some(old) => app.cluster.clashes(crate::engine::Svc::new(old)),
-        None => Vec::new(),
-    };
+    let mut tolerate = old_uses
+        .map(|o| app.cluster.clashes_of(&o))
+        .unwrap_or_default();
     // Services an exception lets this one share a port with (both named for the rule).
     let shared: Vec<&str> = verdict
         .violations
@@ -54,11 +53,10 @@ fn hold_ports(app: &AppState, input: &Input, verdict: &mut Verdict) -> bool {
                 .clashes_with(crate::engine::Svc::new(svc), &shared),
         );
     }
-    let Err(conflicts) = app.cluster.reserve(
-        crate::engine::Svc::new(svc),
-        crate::cluster::RESERVATION_TTL,
-        &tolerate,
-    ) else {
+    let Err(conflicts) =
+        app.cluster
+            .reserve_uses(new_uses, crate::cluster::RESERVATION_TTL, &tolerate)
+    else {
         return true;
     };
     let action = app.config.action_for("listener-port-unique", Action::Deny);
