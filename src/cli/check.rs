@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -21,7 +21,6 @@ use super::summary::Summary;
 use crate::cluster::ClusterState;
 use crate::config::Config;
 use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate, mutate};
-use crate::inventory::Snapshot;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -33,16 +32,8 @@ pub struct CheckArgs {
     /// How to print the findings.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
-    /// Load balancer inventory (YAML; overrides the config's inventory.path).
-    #[arg(long, value_name = "FILE")]
-    pub inventory: Option<PathBuf>,
-    /// Also ask the cloud's API about the load balancers the manifests name
-    /// (inventory.cloud; credentials from inventory.cloud.credentialsDir or the environment).
-    #[arg(long)]
-    pub inventory_cloud: bool,
-    /// The cloud region for --inventory-cloud (overrides inventory.cloud.region).
-    #[arg(long, requires = "inventory_cloud")]
-    pub region: Option<String>,
+    #[command(flatten)]
+    pub facts: super::facts::InventoryArgs,
     /// How long --inventory-cloud waits for the cloud, all load balancers together
     /// (default: inventory.cloud.timeout; raise it for CI). What the cloud cannot answer in
     /// time follows inventory.cloud.onError.
@@ -157,17 +148,8 @@ pub fn check_one(
     })
 }
 
-fn build_config(args: &CheckArgs) -> Result<Config, String> {
-    let mut config = args.settings.config()?;
-    // The inventory path is checked when it is loaded.
-    if let Some(i) = &args.inventory {
-        config.inventory.path = Some(i.display().to_string());
-    }
-    Ok(config)
-}
-
 pub fn run(args: CheckArgs) -> ExitCode {
-    let config = match build_config(&args) {
+    let mut config = match args.facts.config(&args.settings) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lbguard check: {e}");
@@ -175,17 +157,6 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
     };
     let versions = Versions::from_config(&config);
-    let mut inventory = match &config.inventory.path {
-        None => None,
-        Some(p) => match Snapshot::load(Path::new(p)) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("lbguard check: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let mut config = config;
     let reading = Reading {
         non_objects: if args.strict {
             NonObjects::Error
@@ -195,41 +166,21 @@ pub fn run(args: CheckArgs) -> ExitCode {
         exclude: super::exclude::Exclude::new(args.exclude.clone()),
     };
     let loaded = load_with(&args.files, &reading);
-    let view = if args.inventory_cloud {
-        let cloud = match super::inventory::cloud(&mut config, args.region.as_deref()) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("lbguard check: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        let mut ids: Vec<String> = loaded
+    let ids = |cloud: &crate::cloud::Cloud| {
+        loaded
             .services
             .iter()
             .filter_map(|f| cloud.named_id(Some(&f.service)))
-            .collect();
-        ids.sort();
-        ids.dedup();
-        let budget = args
-            .cloud_timeout
-            .unwrap_or(config.inventory.cloud.timeout.0);
-        match super::inventory::fetch(&cloud, &ids, inventory.take().map(Arc::new), budget) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                eprintln!("lbguard check: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        None
+            .collect()
     };
-    let file = view.as_ref().and_then(|v| v.file_arc());
-    let inventory = crate::inventory::choose(
-        view.as_ref()
-            .map(|v| v as &dyn crate::vocab::ctx::Inventory),
-        file.as_deref().or(inventory.as_ref()),
-    );
-    let inventory = &inventory;
+    let facts = match args.facts.read(&mut config, ids, args.cloud_timeout) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("lbguard check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let inventory = &facts.inventory();
     let old_loaded = load(&args.old);
     let mut errors = old_loaded.errors;
     let old: HashMap<(String, String), Service> = old_loaded

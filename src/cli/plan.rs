@@ -6,9 +6,8 @@
 
 use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::Service;
@@ -19,7 +18,6 @@ use crate::engine::{
     Ctx, EmptyCluster, Input, Inventory, Operation, UserInfo, Versions, evaluate, mutate, not_ours,
     providers,
 };
-use crate::inventory::Snapshot;
 use crate::plan::{Action, Counts, Plan};
 
 /// The exit code of a plan that needs a review.
@@ -34,6 +32,10 @@ pub enum Output {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("inventory", |a| a.help("Load balancer inventory (YAML; overrides the config's inventory.path): the listeners and their owners the plan compares with")),
+    mut_arg("inventory_cloud", |a| a.help("Ask the cloud's API about the load balancers the Services use (inventory.cloud)")),
+)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub settings: super::settings::ConfigArgs,
@@ -43,16 +45,8 @@ pub struct PlanArgs {
     /// How to print the plans.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
-    /// Load balancer inventory (YAML; overrides the config's inventory.path): the listeners
-    /// and their owners the plan compares with.
-    #[arg(long, value_name = "FILE")]
-    pub inventory: Option<PathBuf>,
-    /// Ask the cloud's API about the load balancers the Services use (inventory.cloud).
-    #[arg(long)]
-    pub inventory_cloud: bool,
-    /// The cloud region for --inventory-cloud (overrides inventory.cloud.region).
-    #[arg(long, requires = "inventory_cloud")]
-    pub region: Option<String>,
+    #[command(flatten)]
+    pub facts: super::facts::InventoryArgs,
     /// Skip the mutating defaults.
     #[arg(long)]
     pub no_defaults: bool,
@@ -99,16 +93,13 @@ fn key_of(s: &Service) -> (String, String) {
 }
 
 pub fn run(args: PlanArgs) -> ExitCode {
-    let mut config = match args.settings.config() {
+    let mut config = match args.facts.config(&args.settings) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lbguard plan: {e}");
             return ExitCode::from(2);
         }
     };
-    if let Some(i) = &args.inventory {
-        config.inventory.path = Some(i.display().to_string());
-    }
     let versions = Versions::from_config(&config);
     let loaded = super::read::load(&args.files);
     let old_loaded = super::read::load(&args.old);
@@ -119,24 +110,8 @@ pub fn run(args: PlanArgs) -> ExitCode {
         .into_iter()
         .map(|f| (key_of(&f.service), f.service))
         .collect();
-    let mut file = match &config.inventory.path {
-        None => None,
-        Some(p) => match Snapshot::load(Path::new(p)) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("lbguard plan: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let view = if args.inventory_cloud {
-        let cloud = match super::inventory::cloud(&mut config, args.region.as_deref()) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("lbguard plan: {e}");
-                return ExitCode::from(2);
-            }
-        };
+    // The load balancers of the Services and of their live objects, named or recorded.
+    let ids = |cloud: &crate::cloud::Cloud| {
         let cat = crate::providers::catalog(cloud.provider());
         let mut ids: Vec<String> = Vec::new();
         for f in &loaded.services {
@@ -151,24 +126,22 @@ pub fn run(args: PlanArgs) -> ExitCode {
                 }
             }
         }
-        ids.sort();
-        ids.dedup();
-        let budget = config.inventory.cloud.timeout.0;
-        match super::inventory::fetch(&cloud, &ids, file.take().map(Arc::new), budget) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                eprintln!("lbguard plan: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        None
+        ids
     };
-    let file_arc = view.as_ref().and_then(|v| v.file_arc());
-    let inventory = crate::inventory::choose(
-        view.as_ref().map(|v| v as &dyn Inventory),
-        file_arc.as_deref().or(file.as_ref()),
-    );
+    let facts = match args.facts.read(&mut config, ids, None) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("lbguard plan: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // A plan made without a load balancer's facts is incomplete: an error, not "none".
+    for (id, cause) in facts.unanswered() {
+        errors.push(format!(
+            "{id}: lbguard could not read it from the cloud's API: {cause}; the plan above is made without its facts"
+        ));
+    }
+    let inventory = facts.inventory();
     let mut planned = Vec::new();
     let mut skipped = 0;
     for found in loaded.services {
