@@ -2,7 +2,6 @@
 //! (defaults first, then validation of the defaulted object). `read` reads the manifests,
 //! `print` and `report` write the findings.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,7 +14,7 @@ use super::checked::Checked;
 pub use super::output::Output;
 use super::print::Paint;
 pub use super::read::{Found, Loaded, feed_cluster, load, parse_service};
-use super::read::{NonObjects, Reading, load_with};
+use super::read::{Live, NonObjects, Reading, load_with};
 use super::render::{Run, render, write_reports};
 use super::summary::Summary;
 use crate::cluster::ClusterState;
@@ -65,15 +64,6 @@ pub struct CheckArgs {
     /// YAML or JSON manifests (multi-document, `kind: List`), directories, or `-` for stdin.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-}
-fn key_of(s: &Service) -> (String, String) {
-    (
-        s.metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into()),
-        s.metadata.name.clone().unwrap_or_default(),
-    )
 }
 
 /// What every Service of one run is checked against.
@@ -181,13 +171,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
     };
     let inventory = &facts.inventory();
-    let old_loaded = load(&args.old);
-    let mut errors = old_loaded.errors;
-    let old: HashMap<(String, String), Service> = old_loaded
-        .services
-        .into_iter()
-        .map(|f| (key_of(&f.service), f.service))
-        .collect();
+    let (old, mut errors) = Live::load(&args.old);
     let cluster = ClusterState::new(crate::vocab::route::Scope::of(&config));
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     errors.extend(loaded.errors);
@@ -206,7 +190,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     };
     let mut results = Vec::new();
     for found in loaded.services {
-        let live = old.get(&key_of(&found.service)).cloned();
+        let live = old.of(&found.service).cloned();
         match check_one(found.service, live, &against) {
             Ok(mut c) => {
                 c.origin = found.origin;

@@ -4,7 +4,6 @@
 //! API server stores the object. Exit 0, 3 when a plan deletes, takes over, orphans or
 //! converts something (so a pipeline can require a review), 2 on errors.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -82,16 +81,6 @@ struct Summary {
     counts: Counts,
 }
 
-fn key_of(s: &Service) -> (String, String) {
-    (
-        s.metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into()),
-        s.metadata.name.clone().unwrap_or_default(),
-    )
-}
-
 pub fn run(args: PlanArgs) -> ExitCode {
     let mut config = match args.facts.config(&args.settings) {
         Ok(c) => c,
@@ -102,20 +91,14 @@ pub fn run(args: PlanArgs) -> ExitCode {
     };
     let versions = Versions::from_config(&config);
     let loaded = super::read::load(&args.files);
-    let old_loaded = super::read::load(&args.old);
-    let mut errors = old_loaded.errors;
+    let (old, mut errors) = super::read::Live::load(&args.old);
     errors.extend(loaded.errors);
-    let old: HashMap<(String, String), Service> = old_loaded
-        .services
-        .into_iter()
-        .map(|f| (key_of(&f.service), f.service))
-        .collect();
     // The load balancers of the Services and of their live objects, named or recorded.
     let ids = |cloud: &crate::cloud::Cloud| {
         let cat = crate::providers::catalog(cloud.provider());
         let mut ids: Vec<String> = Vec::new();
         for f in &loaded.services {
-            let live = old.get(&key_of(&f.service));
+            let live = old.of(&f.service);
             for s in std::iter::once(&f.service).chain(live) {
                 ids.extend(cloud.named_id(Some(s)));
                 if let Some(l) = cat
@@ -145,7 +128,7 @@ pub fn run(args: PlanArgs) -> ExitCode {
     let mut planned = Vec::new();
     let mut skipped = 0;
     for found in loaded.services {
-        let live = old.get(&key_of(&found.service)).cloned();
+        let live = old.of(&found.service).cloned();
         match plan_one(
             found.service,
             live,
