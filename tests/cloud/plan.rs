@@ -71,6 +71,14 @@ fn service(name: &str, annotations: &[(&str, &str)]) -> String {
     )
 }
 
+/// A Service that reuses `lb-shared` and takes its listeners over.
+fn taking_over() -> String {
+    service(
+        "api",
+        &[("id", "lb-shared"), ("force-override-listeners", "true")],
+    )
+}
+
 /// The cloud's listener 80/TCP of `lb-shared`, named for `shop/web`, is what makes
 /// the take-over: offline the same plan cannot know it and says so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -78,10 +86,7 @@ async fn a_reused_clbs_listeners_come_from_the_cloud_and_make_a_takeover() {
     let Some(mock) = Mock::start(SHARED).await else {
         return;
     };
-    let svc = service(
-        "api",
-        &[("id", "lb-shared"), ("force-override-listeners", "true")],
-    );
+    let svc = taking_over();
     let files = [("api.yaml", svc.as_str())];
     let online = plan(Provider::Alibaba, &mock, &["--inventory-cloud"], &files);
     let p = &online;
@@ -163,10 +168,7 @@ async fn a_cloud_failure_is_an_error_not_a_load_balancer_without_listeners() {
     let Some(mock) = Mock::start(SHARED).await else {
         return;
     };
-    let svc = service(
-        "api",
-        &[("id", "lb-shared"), ("force-override-listeners", "true")],
-    );
+    let svc = taking_over();
     let files = [("api.yaml", svc.as_str())];
     for (fault, cause) in [
         ("server", "ServiceUnavailable"),
@@ -207,4 +209,51 @@ async fn a_cloud_failure_is_an_error_not_a_load_balancer_without_listeners() {
     assert_eq!(p.code, Some(0), "{}{}", p.out, p.err);
     assert!(p.out.contains("lb-exists"), "{}", p.out);
     assert!(!p.err.contains("lb-typo"), "{}", p.err);
+}
+
+/// The plan case tests/fixtures/plan/nlb-created-deletes-foreign-listener.yaml with its facts
+/// served by the cloud: the NLB is named only by the label the controller recorded on the
+/// live object, and the listener made in the console, which only the cloud knows of, is in
+/// the plan as the controller deletes it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_nlbs_foreign_listener_comes_from_the_cloud() {
+    let case: Value = lbguard::yaml::from_str(
+        &std::fs::read_to_string(concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/tests/fixtures/plan/nlb-created-deletes-foreign-listener.yaml"
+        ))
+        .unwrap(),
+    )
+    .unwrap();
+    let facts = json!({ "loadBalancers": case["facts"] }).to_string();
+    let Some(mock) = Mock::start(&facts).await else {
+        return;
+    };
+    let (old, new) = (case["old"].to_string(), case["new"].to_string());
+    let files = [
+        ("--old live.json", old.as_str()),
+        ("new.json", new.as_str()),
+    ];
+    let p = plan(Provider::Alibaba, &mock, &["--inventory-cloud"], &files);
+    assert_eq!(p.code, Some(3), "{}{}", p.out, p.err);
+    assert!(
+        p.out
+            .contains("ACK NLB controller, load balancer nlb-mine01\n"),
+        "{}",
+        p.out
+    );
+    assert!(p.out.contains("    - listener 9000/TCP\n"), "{}", p.out);
+    assert!(p.out.contains("[plan-delete-listener]"), "{}", p.out);
+    assert!(p.out.contains("    ~ listener 443/TCP\n"), "{}", p.out);
+    assert!(!p.out.contains("not known"), "{}", p.out);
+    mock.assert_clean().await;
+
+    // Offline the plan cannot see the console's listener, and says so.
+    let offline = plan(Provider::Alibaba, &mock, &[], &files);
+    assert!(!offline.out.contains("9000"), "{}", offline.out);
+    assert!(
+        offline.out.contains("not known (no inventory entry)"),
+        "{}",
+        offline.out
+    );
 }
