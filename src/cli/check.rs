@@ -2,9 +2,8 @@
 //! (defaults first, then validation of the defaulted object). `read` reads the manifests,
 //! `print` and `report` write the findings.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -15,13 +14,12 @@ use super::checked::Checked;
 pub use super::output::Output;
 use super::print::Paint;
 pub use super::read::{Found, Loaded, feed_cluster, load, parse_service};
-use super::read::{NonObjects, Reading, load_with};
+use super::read::{Live, NonObjects, Reading, load_with};
 use super::render::{Run, render, write_reports};
 use super::summary::Summary;
 use crate::cluster::ClusterState;
 use crate::config::Config;
 use crate::engine::{Input, Inventory, Operation, UserInfo, Versions, evaluate, mutate};
-use crate::inventory::Snapshot;
 
 #[derive(Debug, Args)]
 pub struct CheckArgs {
@@ -33,16 +31,8 @@ pub struct CheckArgs {
     /// How to print the findings.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
-    /// Load balancer inventory (YAML; overrides the config's inventory.path).
-    #[arg(long, value_name = "FILE")]
-    pub inventory: Option<PathBuf>,
-    /// Also ask the cloud's API about the load balancers the manifests name
-    /// (inventory.cloud; credentials from inventory.cloud.credentialsDir or the environment).
-    #[arg(long)]
-    pub inventory_cloud: bool,
-    /// The cloud region for --inventory-cloud (overrides inventory.cloud.region).
-    #[arg(long, requires = "inventory_cloud")]
-    pub region: Option<String>,
+    #[command(flatten)]
+    pub facts: super::facts::InventoryArgs,
     /// How long --inventory-cloud waits for the cloud, all load balancers together
     /// (default: inventory.cloud.timeout; raise it for CI). What the cloud cannot answer in
     /// time follows inventory.cloud.onError.
@@ -74,15 +64,6 @@ pub struct CheckArgs {
     /// YAML or JSON manifests (multi-document, `kind: List`), directories, or `-` for stdin.
     #[arg(required = true, value_name = "FILE")]
     pub files: Vec<PathBuf>,
-}
-fn key_of(s: &Service) -> (String, String) {
-    (
-        s.metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into()),
-        s.metadata.name.clone().unwrap_or_default(),
-    )
 }
 
 /// What every Service of one run is checked against.
@@ -157,17 +138,8 @@ pub fn check_one(
     })
 }
 
-fn build_config(args: &CheckArgs) -> Result<Config, String> {
-    let mut config = args.settings.config()?;
-    // The inventory path is checked when it is loaded.
-    if let Some(i) = &args.inventory {
-        config.inventory.path = Some(i.display().to_string());
-    }
-    Ok(config)
-}
-
 pub fn run(args: CheckArgs) -> ExitCode {
-    let config = match build_config(&args) {
+    let mut config = match args.facts.config(&args.settings) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lbguard check: {e}");
@@ -175,17 +147,6 @@ pub fn run(args: CheckArgs) -> ExitCode {
         }
     };
     let versions = Versions::from_config(&config);
-    let mut inventory = match &config.inventory.path {
-        None => None,
-        Some(p) => match Snapshot::load(Path::new(p)) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("lbguard check: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let mut config = config;
     let reading = Reading {
         non_objects: if args.strict {
             NonObjects::Error
@@ -195,48 +156,22 @@ pub fn run(args: CheckArgs) -> ExitCode {
         exclude: super::exclude::Exclude::new(args.exclude.clone()),
     };
     let loaded = load_with(&args.files, &reading);
-    let view = if args.inventory_cloud {
-        let cloud = match super::inventory::cloud(&mut config, args.region.as_deref()) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("lbguard check: {e}");
-                return ExitCode::from(2);
-            }
-        };
-        let mut ids: Vec<String> = loaded
+    let ids = |cloud: &crate::cloud::Cloud| {
+        loaded
             .services
             .iter()
             .filter_map(|f| cloud.named_id(Some(&f.service)))
-            .collect();
-        ids.sort();
-        ids.dedup();
-        let budget = args
-            .cloud_timeout
-            .unwrap_or(config.inventory.cloud.timeout.0);
-        match super::inventory::fetch(&cloud, &ids, inventory.take().map(Arc::new), budget) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                eprintln!("lbguard check: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        None
+            .collect()
     };
-    let file = view.as_ref().and_then(|v| v.file_arc());
-    let inventory = crate::inventory::choose(
-        view.as_ref()
-            .map(|v| v as &dyn crate::vocab::ctx::Inventory),
-        file.as_deref().or(inventory.as_ref()),
-    );
-    let inventory = &inventory;
-    let old_loaded = load(&args.old);
-    let mut errors = old_loaded.errors;
-    let old: HashMap<(String, String), Service> = old_loaded
-        .services
-        .into_iter()
-        .map(|f| (key_of(&f.service), f.service))
-        .collect();
+    let facts = match args.facts.read(&mut config, ids, args.cloud_timeout) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("lbguard check: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    let inventory = &facts.inventory();
+    let (old, mut errors) = Live::load(&args.old);
     let cluster = ClusterState::new(crate::vocab::route::Scope::of(&config));
     errors.extend(feed_cluster(&cluster, load(&args.cluster_state)));
     errors.extend(loaded.errors);
@@ -255,7 +190,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
     };
     let mut results = Vec::new();
     for found in loaded.services {
-        let live = old.get(&key_of(&found.service)).cloned();
+        let live = old.of(&found.service).cloned();
         match check_one(found.service, live, &against) {
             Ok(mut c) => {
                 c.origin = found.origin;

@@ -1,17 +1,15 @@
-//! `lbguard inventory dump` and the cloud source of `lbguard check --inventory-cloud`: the
-//! same client as the webhook, credentials from `inventory.cloud.credentialsDir` or the
-//! environment.
+//! `lbguard inventory dump`: what the cloud says of load balancers, through the client
+//! `check --inventory-cloud` uses (`facts`).
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
 
-use crate::cloud::{Cloud, View};
-use crate::config::{Config, ProviderChoice};
-use crate::inventory::{InventoryFile, Snapshot};
+use super::facts::{cloud, fetch};
+use crate::config::ProviderChoice;
+use crate::inventory::InventoryFile;
 
 /// How long the CLI waits for the cloud, all ids together.
 const CLI_BUDGET: Duration = Duration::from_secs(30);
@@ -40,59 +38,6 @@ pub struct DumpArgs {
     /// Manifests whose Services name the load balancers to read.
     #[arg(value_name = "FILE")]
     pub files: Vec<PathBuf>,
-}
-
-/// The cloud client for the CLI: the config's `inventory.cloud`, switched on.
-pub fn cloud(config: &mut Config, region: Option<&str>) -> Result<Arc<Cloud>, String> {
-    let ProviderChoice::Fixed(provider) = config.provider else {
-        return Err("the cloud source needs a provider: --provider ctyun|alibaba|huawei|volcengine (or provider: in the config)".into());
-    };
-    let cfg = &mut config.inventory.cloud;
-    cfg.enabled = true;
-    if let Some(r) = region {
-        cfg.region = Some(r.to_string());
-    }
-    if cfg.region.is_none() {
-        return Err("the cloud source needs a region: --region or inventory.cloud.region".into());
-    }
-    let dir = cfg.credentials_dir.as_deref().map(std::path::Path::new);
-    let creds = crate::cloud::creds::CredStore::configured(provider, dir, &cfg.credentials, &|n| {
-        std::env::var(n).ok()
-    })
-    .map_err(|e| e.to_string())?;
-    let proxy = crate::cloud::proxy::Proxy::from_env(&|n| std::env::var(n).ok())
-        .map_err(|e| e.to_string())?;
-    let roots = crate::cloud::http::with_ca_file(&[], cfg.ca_file.as_deref())
-        .map_err(|e| format!("{e:#}"))?;
-    let http = crate::cloud::http::Http::with_proxy(&roots, proxy).map_err(|e| format!("{e:#}"))?;
-    Cloud::with_http(
-        provider,
-        cfg,
-        config.cluster.id.clone(),
-        creds,
-        http,
-        Default::default(),
-        1,
-        Arc::new(std::time::Instant::now),
-    )
-    .map_err(|e| format!("{e:#}"))
-}
-
-/// Asks the cloud about every id at once, within `budget` (nothing runs on after it).
-pub fn fetch(
-    cloud: &Arc<Cloud>,
-    ids: &[String],
-    file: Option<Arc<Snapshot>>,
-    budget: Duration,
-) -> Result<View, String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .map_err(|e| format!("cannot start the runtime: {e}"))?;
-    let view = runtime.block_on(cloud.view_all(ids, file, budget));
-    // The calls still running are cut off here, not waited for.
-    runtime.shutdown_background();
-    Ok(view)
 }
 
 /// The inventory file `dump` prints.
@@ -170,7 +115,7 @@ fn dump(args: DumpArgs) -> ExitCode {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::inventory::{Attachment, Listener, LoadBalancer};
+    use crate::inventory::{Attachment, Listener, LoadBalancer, Snapshot};
     use crate::vocab::ctx::Inventory;
     use crate::vocab::provider::Provider;
 

@@ -24,6 +24,7 @@ pub mod config;
 pub mod exceptions;
 pub mod exclude;
 pub mod export_vap;
+pub mod facts;
 pub mod github;
 pub mod inventory;
 pub mod output;

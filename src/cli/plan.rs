@@ -4,11 +4,9 @@
 //! API server stores the object. Exit 0, 3 when a plan deletes, takes over, orphans or
 //! converts something (so a pipeline can require a review), 2 on errors.
 
-use std::collections::HashMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
 use clap::{Args, ValueEnum};
 use k8s_openapi::api::core::v1::Service;
@@ -19,7 +17,6 @@ use crate::engine::{
     Ctx, EmptyCluster, Input, Inventory, Operation, UserInfo, Versions, evaluate, mutate, not_ours,
     providers,
 };
-use crate::inventory::Snapshot;
 use crate::plan::{Action, Counts, Plan};
 
 /// The exit code of a plan that needs a review.
@@ -34,6 +31,10 @@ pub enum Output {
 }
 
 #[derive(Debug, Args)]
+#[command(
+    mut_arg("inventory", |a| a.help("Load balancer inventory (YAML; overrides the config's inventory.path): the listeners and their owners the plan compares with")),
+    mut_arg("inventory_cloud", |a| a.help("Ask the cloud's API about the load balancers the Services use (inventory.cloud)")),
+)]
 pub struct PlanArgs {
     #[command(flatten)]
     pub settings: super::settings::ConfigArgs,
@@ -43,16 +44,8 @@ pub struct PlanArgs {
     /// How to print the plans.
     #[arg(long, value_enum, default_value_t = Output::Text)]
     pub output: Output,
-    /// Load balancer inventory (YAML; overrides the config's inventory.path): the listeners
-    /// and their owners the plan compares with.
-    #[arg(long, value_name = "FILE")]
-    pub inventory: Option<PathBuf>,
-    /// Ask the cloud's API about the load balancers the Services use (inventory.cloud).
-    #[arg(long)]
-    pub inventory_cloud: bool,
-    /// The cloud region for --inventory-cloud (overrides inventory.cloud.region).
-    #[arg(long, requires = "inventory_cloud")]
-    pub region: Option<String>,
+    #[command(flatten)]
+    pub facts: super::facts::InventoryArgs,
     /// Skip the mutating defaults.
     #[arg(long)]
     pub no_defaults: bool,
@@ -88,59 +81,24 @@ struct Summary {
     counts: Counts,
 }
 
-fn key_of(s: &Service) -> (String, String) {
-    (
-        s.metadata
-            .namespace
-            .clone()
-            .unwrap_or_else(|| "default".into()),
-        s.metadata.name.clone().unwrap_or_default(),
-    )
-}
-
 pub fn run(args: PlanArgs) -> ExitCode {
-    let mut config = match args.settings.config() {
+    let mut config = match args.facts.config(&args.settings) {
         Ok(c) => c,
         Err(e) => {
             eprintln!("lbguard plan: {e}");
             return ExitCode::from(2);
         }
     };
-    if let Some(i) = &args.inventory {
-        config.inventory.path = Some(i.display().to_string());
-    }
     let versions = Versions::from_config(&config);
     let loaded = super::read::load(&args.files);
-    let old_loaded = super::read::load(&args.old);
-    let mut errors = old_loaded.errors;
+    let (old, mut errors) = super::read::Live::load(&args.old);
     errors.extend(loaded.errors);
-    let old: HashMap<(String, String), Service> = old_loaded
-        .services
-        .into_iter()
-        .map(|f| (key_of(&f.service), f.service))
-        .collect();
-    let mut file = match &config.inventory.path {
-        None => None,
-        Some(p) => match Snapshot::load(Path::new(p)) {
-            Ok(s) => Some(s),
-            Err(e) => {
-                eprintln!("lbguard plan: {e}");
-                return ExitCode::from(2);
-            }
-        },
-    };
-    let view = if args.inventory_cloud {
-        let cloud = match super::inventory::cloud(&mut config, args.region.as_deref()) {
-            Ok(c) => c,
-            Err(e) => {
-                eprintln!("lbguard plan: {e}");
-                return ExitCode::from(2);
-            }
-        };
+    // The load balancers of the Services and of their live objects, named or recorded.
+    let ids = |cloud: &crate::cloud::Cloud| {
         let cat = crate::providers::catalog(cloud.provider());
         let mut ids: Vec<String> = Vec::new();
         for f in &loaded.services {
-            let live = old.get(&key_of(&f.service));
+            let live = old.of(&f.service);
             for s in std::iter::once(&f.service).chain(live) {
                 ids.extend(cloud.named_id(Some(s)));
                 if let Some(l) = cat
@@ -151,28 +109,26 @@ pub fn run(args: PlanArgs) -> ExitCode {
                 }
             }
         }
-        ids.sort();
-        ids.dedup();
-        let budget = config.inventory.cloud.timeout.0;
-        match super::inventory::fetch(&cloud, &ids, file.take().map(Arc::new), budget) {
-            Ok(v) => Some(v),
-            Err(e) => {
-                eprintln!("lbguard plan: {e}");
-                return ExitCode::from(2);
-            }
-        }
-    } else {
-        None
+        ids
     };
-    let file_arc = view.as_ref().and_then(|v| v.file_arc());
-    let inventory = crate::inventory::choose(
-        view.as_ref().map(|v| v as &dyn Inventory),
-        file_arc.as_deref().or(file.as_ref()),
-    );
+    let facts = match args.facts.read(&mut config, ids, None) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("lbguard plan: {e}");
+            return ExitCode::from(2);
+        }
+    };
+    // A plan made without a load balancer's facts is incomplete: an error, not "none".
+    for (id, cause) in facts.unanswered() {
+        errors.push(format!(
+            "{id}: lbguard could not read it from the cloud's API: {cause}; the plan above is made without its facts"
+        ));
+    }
+    let inventory = facts.inventory();
     let mut planned = Vec::new();
     let mut skipped = 0;
     for found in loaded.services {
-        let live = old.get(&key_of(&found.service)).cloned();
+        let live = old.of(&found.service).cloned();
         match plan_one(
             found.service,
             live,

@@ -1,8 +1,10 @@
 //! Reading `check`'s input: manifests from files, directories and stdin, every document of
 //! each (a `List`'s items too), with where each Service came from. A repository holds more
 //! YAML than manifests: what is not a Kubernetes object is skipped with a note, or is an
-//! error when asked (`--strict`); `--exclude` leaves paths out.
+//! error when asked (`--strict`); `--exclude` leaves paths out. Live objects (`--old`,
+//! `--cluster-state`) are read the same way.
 
+use std::collections::HashMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -273,6 +275,40 @@ pub fn load_with(paths: &[PathBuf], how: &Reading) -> Loaded {
         }
     }
     loaded
+}
+
+/// The live Services of `--old`, by namespace/name: a Service of the manifests with the same
+/// key is an update of it.
+#[derive(Debug, Default)]
+pub struct Live(HashMap<(String, String), Service>);
+
+impl Live {
+    /// Reads the files; returns the errors too.
+    pub fn load(paths: &[PathBuf]) -> (Self, Vec<String>) {
+        let loaded = load(paths);
+        let live = loaded
+            .services
+            .into_iter()
+            .map(|f| (key_of(&f.service), f.service))
+            .collect();
+        (Self(live), loaded.errors)
+    }
+
+    /// The live object of `service`, if there is one.
+    pub fn of(&self, service: &Service) -> Option<&Service> {
+        self.0.get(&key_of(service))
+    }
+}
+
+/// A Service's namespace (`default` when it names none) and name.
+fn key_of(s: &Service) -> (String, String) {
+    (
+        s.metadata
+            .namespace
+            .clone()
+            .unwrap_or_else(|| "default".into()),
+        s.metadata.name.clone().unwrap_or_default(),
+    )
 }
 
 /// Feeds live objects into the cluster view, as the watches would; returns the errors.

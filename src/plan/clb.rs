@@ -6,7 +6,7 @@
 use super::attrs;
 use super::listeners::{Have, Want, held, wanted};
 use super::side::{
-    Side, bound_group, code, facts, lb_id, lb_name, tags_cleared, unmanaged_listeners,
+    Side, bound_group, code, facts, lb_id, lb_name, tags_cleared, unknown, unmanaged_listeners,
 };
 use crate::vocab::ctx::Ctx;
 use crate::vocab::lb::LoadBalancer;
@@ -46,6 +46,10 @@ pub(super) fn plan(ctx: &Ctx, old: Option<Side>, new: Side, plan: &mut Plan) {
     let id = lb_id(&new, old.map(|o| o.svc));
     let lb = lb_name(id);
     let lb_facts = facts(ctx, new.cat, id);
+    let why_unknown = match lb_facts {
+        Some(_) => String::new(),
+        None => unknown(ctx, new.cat, id),
+    };
     plan.load_balancer =
         Some(id.map_or_else(|| "created by the controller".into(), str::to_string));
     load_balancer(ctx, old, new, &lb, lb_facts, plan);
@@ -70,7 +74,7 @@ pub(super) fn plan(ctx: &Ctx, old: Option<Side>, new: Side, plan: &mut Plan) {
         .map(|o| wanted(&o, false, cluster).unwrap_or_default())
         .unwrap_or_default();
     groups(&new, &wants, &before, plan);
-    let kept = listeners(old, new, &wants, lb_facts, plan);
+    let kept = listeners(old, new, &wants, (lb_facts, &why_unknown), plan);
     if let Some(o) = old {
         let kept: Vec<&Want> = kept.iter().collect();
         attrs::diff(&o, &new, attrs::CLB, &lb, &kept, plan);
@@ -246,7 +250,7 @@ fn listeners(
     old: Option<Side>,
     new: Side,
     wants: &[Want],
-    lb_facts: Option<&LoadBalancer>,
+    (lb_facts, unknown): (Option<&LoadBalancer>, &str),
     plan: &mut Plan,
 ) -> Vec<Want> {
     let was_managed = old.is_some_and(|o| o.manages_listeners());
@@ -264,7 +268,7 @@ fn listeners(
         (Some(_), _) => held(&new, lb_facts, false, false),
         (None, Some(o)) if was_managed => held(&o, None, false, false),
         (None, _) if new.reused.is_some() => {
-            plan.basis.push("the reused load balancer's listeners are not known (no inventory entry): a listener already on one of the Service's ports is taken over (same protocol) or makes the create fail (another protocol)".into());
+            plan.basis.push(format!("the reused load balancer's listeners are not known ({unknown}): a listener already on one of the Service's ports is taken over (same protocol) or makes the create fail (another protocol)"));
             Vec::new()
         }
         _ => Vec::new(),

@@ -6,7 +6,7 @@
 use super::attrs;
 use super::listeners::{Have, Want, held, wanted};
 use super::side::{
-    Side, bound_group, code, facts, lb_id, lb_name, tags_cleared, unmanaged_listeners,
+    Side, bound_group, code, facts, lb_id, lb_name, tags_cleared, unknown, unmanaged_listeners,
 };
 use crate::vocab::ctx::Ctx;
 use crate::vocab::lb::LoadBalancer;
@@ -17,6 +17,10 @@ pub(super) fn plan(ctx: &Ctx, old: Option<Side>, new: Side, plan: &mut Plan) {
     let id = lb_id(&new, old.map(|o| o.svc));
     let lb = lb_name(id);
     let lb_facts = facts(ctx, new.cat, id);
+    let why_unknown = match lb_facts {
+        Some(_) => String::new(),
+        None => unknown(ctx, new.cat, id),
+    };
     plan.load_balancer =
         Some(id.map_or_else(|| "created by the controller".into(), str::to_string));
     match old {
@@ -46,7 +50,7 @@ pub(super) fn plan(ctx: &Ctx, old: Option<Side>, new: Side, plan: &mut Plan) {
         .map(|o| wanted(&o, true, cluster).unwrap_or_default())
         .unwrap_or_default();
     groups(old, &new, &wants, &before, plan);
-    let kept = listeners(old, new, &wants, lb_facts, plan);
+    let kept = listeners(old, new, &wants, (lb_facts, &why_unknown), plan);
     if let Some(o) = old {
         let kept: Vec<&Want> = kept.iter().collect();
         attrs::diff(&o, &new, attrs::NLB, &lb, &kept, plan);
@@ -423,7 +427,7 @@ fn listeners(
     old: Option<Side>,
     new: Side,
     wants: &[Want],
-    lb_facts: Option<&LoadBalancer>,
+    (lb_facts, unknown): (Option<&LoadBalancer>, &str),
     plan: &mut Plan,
 ) -> Vec<Want> {
     let was_managed = old.is_some_and(|o| o.manages_listeners());
@@ -442,12 +446,12 @@ fn listeners(
         (Some(_), _) => held(&new, lb_facts, true, false),
         (None, Some(o)) if was_managed => {
             if !reused {
-                plan.basis.push("the NLB's listeners are not known (no inventory entry): listeners on it that this Service did not make are deleted too, and are not shown".into());
+                plan.basis.push(format!("the NLB's listeners are not known ({unknown}): listeners on it that this Service did not make are deleted too, and are not shown"));
             }
             held(&o, None, true, false)
         }
         (None, _) if reused => {
-            plan.basis.push("the reused NLB's listeners are not known (no inventory entry): a listener already on one of the Service's ports with the same protocol is taken over".into());
+            plan.basis.push(format!("the reused NLB's listeners are not known ({unknown}): a listener already on one of the Service's ports with the same protocol is taken over"));
             Vec::new()
         }
         _ => Vec::new(),

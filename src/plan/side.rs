@@ -6,7 +6,7 @@
 //! `providers/data/alibaba.yaml` pins), under `pkg/`.
 
 use crate::vocab::catalog::{Catalog, annotation_field};
-use crate::vocab::ctx::Ctx;
+use crate::vocab::ctx::{Ctx, Lookup};
 use crate::vocab::lb::LoadBalancer;
 use crate::vocab::plan::{Action, Plan, Step};
 use crate::vocab::service::Svc;
@@ -97,6 +97,21 @@ pub(super) fn lb_id<'a>(side: &Side<'a>, live: Option<Svc<'a>>) -> Option<&'a st
 /// What the inventory knows of a load balancer.
 pub(super) fn facts<'c>(ctx: &'c Ctx, cat: &Catalog, id: Option<&str>) -> Option<&'c LoadBalancer> {
     ctx.inventory.get(cat.provider, id?)
+}
+
+/// Why the inventory knows nothing of a load balancer, for the plan's assumptions: a cloud
+/// that did not answer is not a load balancer without listeners.
+pub(super) fn unknown(ctx: &Ctx, cat: &Catalog, id: Option<&str>) -> String {
+    match id.map(|id| ctx.inventory.lookup(cat.provider, id)) {
+        Some(Lookup::Unavailable(cause)) => {
+            format!("lbguard could not read it from the cloud's API: {cause}")
+        }
+        Some(Lookup::NotFound { region }) => {
+            format!("the cloud has no such load balancer in region {region}")
+        }
+        Some(Lookup::Invalid) => "not a load balancer id".into(),
+        _ => "no inventory entry".into(),
+    }
 }
 
 /// How a plan names a load balancer.

@@ -197,5 +197,6 @@ async fn all_calls(mock: &Mock) -> u64 {
 mod answers;
 mod bench;
 mod library;
+mod plan;
 mod replicas;
 mod serve;

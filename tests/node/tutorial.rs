@@ -1,5 +1,6 @@
-//! The getting-started tutorial (`docs/src/tutorial.md`), run as written on the node: every
-//! `console` block's `$ ` commands, the install included, with exactly
+//! The getting-started tutorial (`docs/src/tutorial.md`), run as written on the node: the
+//! `$ ` commands of every `console` block marked as needing a cluster (the unmarked ones run
+//! offline in tests/console.rs), the install included, with exactly
 //! `examples/tutorial-values.yaml` and the image the chart names by default (the one built
 //! from the Dockerfile and loaded into the node). Each command's output must be the lines the
 //! page shows, normalising only ages, uids and timestamps.
@@ -17,14 +18,21 @@ pub struct Step {
     pub expected: Vec<String>,
 }
 
-/// The steps of every ```console block, in order.
+/// What marks a block tests/console.rs does not run (it needs a cluster).
+const MARK: &str = "<!-- console: not run: ";
+
+/// The steps of every ```console block marked as needing a cluster, in order.
 pub fn steps(page: &str) -> Vec<Step> {
     let mut out: Vec<Step> = Vec::new();
-    let mut inside = false;
+    let (mut inside, mut fenced, mut marked) = (false, false, false);
     for line in page.lines() {
         if line.trim_start().starts_with("```") {
-            inside = !inside && line.trim() == "```console";
+            inside = !fenced && marked && line.trim() == "```console";
+            fenced = !fenced;
             continue;
+        }
+        if !fenced && !line.trim().is_empty() {
+            marked = line.trim().starts_with(MARK);
         }
         if !inside {
             continue;
@@ -191,4 +199,10 @@ pub fn check_normalise() {
         assert!(!same(&["a".into()], "a\nb"));
         assert!(same(&["x 5m".into()], "x 2m10s\n"));
     }
+    // Only the marked blocks are the node's; the unmarked one runs in tests/console.rs.
+    let page = "```console\n$ lbguard plan x.yaml\nplan\n```\n\n<!-- console: not run: needs a cluster -->\n```console\n$ kubectl get svc\nNAME\n```\n\n```yaml\n$ no\n```\n";
+    let s = steps(page);
+    assert_eq!(s.len(), 1, "{s:?}");
+    assert_eq!(s[0].command, "kubectl get svc");
+    assert_eq!(s[0].expected, vec!["NAME".to_string()]);
 }
