@@ -10,7 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocab::ctx::{Inventory, Lookup};
 pub use crate::vocab::lb::{
-    AddressType, Attachment, CreatedBy, Family, LbKind, Listener, LoadBalancer, protocol_family,
+    AddressType, Attachment, CreatedBy, Family, LbKind, Listener, LoadBalancer, SERVER_GROUP_TYPES,
+    ServerGroup, protocol_family,
 };
 use crate::vocab::provider::Provider;
 
@@ -102,6 +103,9 @@ impl Snapshot {
             if let Some(first) = seen.insert((lb.provider, lb.id.clone()), index) {
                 return Err(entry(format!("duplicate of loadBalancers[{first}]")));
             }
+            if let Some(groups) = &lb.server_groups {
+                server_groups_valid(lb, groups).map_err(entry)?;
+            }
             for (i, l) in lb.listeners.iter().enumerate() {
                 if l.port == 0 {
                     return Err(entry(format!("listeners[{i}].port: 0 is not a port")));
@@ -130,6 +134,28 @@ impl Snapshot {
         })?;
         Self::parse(&text, &path.display().to_string())
     }
+}
+
+/// `serverGroups`: ACK NLB only (the NLB API's server groups), ids set, types as the API
+/// answers them.
+fn server_groups_valid(lb: &LoadBalancer, groups: &[ServerGroup]) -> Result<(), String> {
+    if lb.provider != Provider::Alibaba || lb.kind == Some(LbKind::Clb) {
+        return Err(
+            "serverGroups: only an Alibaba NLB (kind: nlb) lists server groups here".into(),
+        );
+    }
+    for (i, g) in groups.iter().enumerate() {
+        if g.id.trim().is_empty() {
+            return Err(format!("serverGroups[{i}].id is empty"));
+        }
+        if !SERVER_GROUP_TYPES.contains(&g.kind.as_str()) {
+            return Err(format!(
+                "serverGroups[{i}].type: \"{}\" is not Instance or Ip (as the NLB API answers ServerGroupType)",
+                g.kind
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The owner forms the file describes: `external`, `namespace/name` (a Service of this
@@ -344,6 +370,50 @@ loadBalancers:
         let twice = format!("{GOOD}{}", GOOD.replace("loadBalancers:\n", ""));
         let e = Snapshot::parse(&twice, "inv.yaml").unwrap_err().to_string();
         assert!(e.contains("duplicate"), "{e}");
+    }
+
+    #[rstest::rstest]
+    #[case::none("", Ok(None))]
+    #[case::empty("\n    serverGroups: []", Ok(Some(0)))]
+    #[case::two(
+        "\n    serverGroups: [{id: sgp-a, type: Instance}, {id: sgp-b, type: Ip}]",
+        Ok(Some(2))
+    )]
+    #[case::bad_type(
+        "\n    serverGroups: [{id: sgp-a, type: ip}]",
+        Err("serverGroups[0].type: \"ip\" is not Instance or Ip")
+    )]
+    #[case::no_id(
+        "\n    serverGroups: [{id: \"\", type: Ip}]",
+        Err("serverGroups[0].id is empty")
+    )]
+    #[case::no_type("\n    serverGroups: [{id: sgp-a}]", Err("loadBalancers[0]"))]
+    #[case::on_a_clb("\n    serverGroups: []\n    kind: clb", Err("only an Alibaba NLB"))]
+    fn nlb_server_groups_are_optional_and_checked(
+        #[case] extra: &str,
+        #[case] want: Result<Option<usize>, &str>,
+    ) {
+        let text = format!(
+            "loadBalancers:\n  - id: nlb-1\n    provider: alibaba\n    vpcId: vpc-1{extra}\n"
+        );
+        match (Snapshot::parse(&text, "inv.yaml"), want) {
+            (Ok(s), Ok(n)) => {
+                let lb = s.get(Provider::Alibaba, "nlb-1").unwrap();
+                assert_eq!(lb.server_groups.as_ref().map(Vec::len), n);
+                // What `inventory` writes reads back the same, absent staying absent.
+                let back = serde_saphyr::to_string(&InventoryFile {
+                    load_balancers: vec![lb.clone()],
+                })
+                .unwrap();
+                let again = Snapshot::parse(&back, "back.yaml").unwrap();
+                assert_eq!(again.get(Provider::Alibaba, "nlb-1"), Some(lb));
+            }
+            (Err(e), Err(want)) => {
+                let e = e.to_string();
+                assert!(e.contains(want), "{e}");
+            }
+            (got, want) => panic!("{extra}: {:?}, wanted {want:?}", got.map(|s| s.len())),
+        }
     }
 
     #[rstest::rstest]

@@ -197,7 +197,7 @@ async fn a_load_balancer_call_signed_with_them_passes_the_sdk_signer() {
         1,
     )
     .unwrap();
-    let view = cloud.view(&["elb-1".to_string()], None).await;
+    let view = cloud.view(&["elb-1".to_string()], &[], None).await;
     let lb = view
         .get(Provider::Huawei, "elb-1")
         .unwrap_or_else(|| panic!("{:?}", view.lookup(Provider::Huawei, "elb-1")));

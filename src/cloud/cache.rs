@@ -72,11 +72,25 @@ impl Cache {
 
     /// The fact an admission may use (a "not found" only while fresh, any fact only while
     /// younger than `max_age`), marked as used.
+    #[cfg(test)]
     pub fn get(&self, id: &str, now: Instant, max_age: Option<Duration>) -> Option<Arc<Fact>> {
+        self.get_unless(id, now, max_age, &|_| false)
+    }
+
+    /// As [`Cache::get`], and a fact that `negative` says lacks what the admission needs (an
+    /// NLB's server group) is, like a "not found", used only while fresh.
+    pub fn get_unless(
+        &self,
+        id: &str,
+        now: Instant,
+        max_age: Option<Duration>,
+        negative: &dyn Fn(&Fact) -> bool,
+    ) -> Option<Arc<Fact>> {
         let mut inner = self.lock();
         let e = inner.map.get_mut(id)?;
         let age = now.saturating_duration_since(e.fetched);
-        if (*e.fact == Fact::NotFound && age > NOT_FOUND_TTL) || max_age.is_some_and(|m| age > m) {
+        let negative = *e.fact == Fact::NotFound || negative(&e.fact);
+        if (negative && age > NOT_FOUND_TTL) || max_age.is_some_and(|m| age > m) {
             return None;
         }
         e.used = now;

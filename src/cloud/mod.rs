@@ -209,11 +209,42 @@ impl Cloud {
             .filter(|id| !id.is_empty())
     }
 
+    /// The ACK NLB server groups a Service names (`vgroup-port`), for [`Cloud::get_needing`].
+    pub fn named_server_groups(
+        &self,
+        svc: Option<&k8s_openapi::api::core::v1::Service>,
+    ) -> Vec<String> {
+        let Some(svc) = svc.map(Svc::new).filter(|s| s.is_lb()) else {
+            return Vec::new();
+        };
+        if self.provider() != Provider::Alibaba {
+            return Vec::new();
+        }
+        crate::providers::catalog(self.provider())
+            .get(svc, "vgroup-port")
+            .map(|a| {
+                a.value
+                    .split(',')
+                    .filter_map(|e| e.split(':').next())
+                    .filter(|g| !g.is_empty())
+                    .map(String::from)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// The facts for an admission: cached, or looked up within `inventory.cloud.timeout`.
-    /// Ids the file knows are not asked about.
+    /// Ids the file knows are not asked about. A cached NLB that lacks one of `groups` (the
+    /// server groups the Service names) is asked again unless its facts are fresh: the user
+    /// who just made the server group retries at once.
     /// Without a token left, the answer is "rate limit" at once.
-    pub async fn view(self: &Arc<Self>, ids: &[String], file: Option<Arc<Snapshot>>) -> View {
-        self.collect(ids, file, self.timeout, false).await
+    pub async fn view(
+        self: &Arc<Self>,
+        ids: &[String],
+        groups: &[String],
+        file: Option<Arc<Snapshot>>,
+    ) -> View {
+        self.collect(ids, groups, file, self.timeout, false).await
     }
 
     /// Every id at once, within `budget`, waiting for tokens within it (the CLI).
@@ -223,12 +254,13 @@ impl Cloud {
         file: Option<Arc<Snapshot>>,
         budget: Duration,
     ) -> View {
-        self.collect(ids, file, budget, true).await
+        self.collect(ids, &[], file, budget, true).await
     }
 
     async fn collect(
         self: &Arc<Self>,
         ids: &[String],
+        groups: &[String],
         file: Option<Arc<Snapshot>>,
         budget: Duration,
         patient: bool,
@@ -240,8 +272,12 @@ impl Cloud {
                     .is_none_or(|f| f.get(self.provider(), id).is_none())
             })
             .collect();
-        let got =
-            futures::future::join_all(wanted.iter().map(|id| self.get(id, budget, patient))).await;
+        let got = futures::future::join_all(
+            wanted
+                .iter()
+                .map(|id| self.get_needing(id, groups, budget, patient)),
+        )
+        .await;
         let facts: HashMap<String, Result<Arc<Fact>, String>> = wanted
             .into_iter()
             .cloned()
@@ -272,10 +308,32 @@ impl Cloud {
         budget: Duration,
         patient: bool,
     ) -> Result<Arc<Fact>, CloudError> {
+        self.get_needing(id, &[], budget, patient).await
+    }
+
+    /// As [`Cloud::get`]; a cached load balancer whose server group list lacks one of
+    /// `groups` is used only while fresh (as a "not found" is).
+    pub async fn get_needing(
+        self: &Arc<Self>,
+        id: &str,
+        groups: &[String],
+        budget: Duration,
+        patient: bool,
+    ) -> Result<Arc<Fact>, CloudError> {
         if !valid_id(id) {
             return Ok(Arc::new(Fact::Invalid));
         }
-        if let Some(fact) = self.cache.get(id, self.now(), self.max_age(id)) {
+        let lacks = |fact: &Fact| match fact {
+            Fact::Found(lb) => lb
+                .server_groups
+                .as_ref()
+                .is_some_and(|have| groups.iter().any(|g| !have.iter().any(|h| &h.id == g))),
+            _ => false,
+        };
+        if let Some(fact) = self
+            .cache
+            .get_unless(id, self.now(), self.max_age(id), &lacks)
+        {
             return Ok(fact);
         }
         let deadline = Instant::now() + budget;

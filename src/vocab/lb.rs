@@ -93,6 +93,21 @@ fn external() -> String {
     "external".into()
 }
 
+/// An ACK NLB server group a listener of the load balancer can use: one in its VPC, as the
+/// NLB API's ListServerGroups (2022-04-30) answers `ServerGroupId` and `ServerGroupType`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct ServerGroup {
+    /// `sgp-…`.
+    pub id: String,
+    /// `Instance` or `Ip`.
+    #[serde(rename = "type")]
+    pub kind: String,
+}
+
+/// The server group types the NLB API answers.
+pub const SERVER_GROUP_TYPES: &[&str] = &["Instance", "Ip"];
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Attachment {
@@ -139,6 +154,9 @@ pub struct LoadBalancer {
     /// The address Services' status names: a CLB's IP, an NLB's DNS name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// ACK NLB: every server group in the NLB's VPC (absent: not known; `[]`: none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_groups: Option<Vec<ServerGroup>>,
 }
 
 impl LoadBalancer {
@@ -160,6 +178,7 @@ impl LoadBalancer {
             ip_version: None,
             network_type: None,
             address: None,
+            server_groups: None,
         }
     }
 }

@@ -111,7 +111,7 @@ async fn a_shared_elb_only_the_v2_api_knows_is_read_there() {
     )
     .unwrap();
     let view = cloud
-        .view(&["elb-v2".to_string(), "elb-none".to_string()], None)
+        .view(&["elb-v2".to_string(), "elb-none".to_string()], &[], None)
         .await;
     let lb = view
         .get(Provider::Huawei, "elb-v2")

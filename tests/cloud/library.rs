@@ -3,7 +3,7 @@
 use super::*;
 
 /// A cloud source for `provider` driven by hand (no server, no refresh task).
-fn library_cloud(
+pub(super) fn library_cloud(
     provider: Provider,
     mock: &Mock,
     creds: &std::path::Path,
@@ -39,7 +39,7 @@ fn metered_cloud(
 }
 
 /// How many calls to `provider`'s `op` the mock's `calls` answer counts.
-fn calls_to(calls: &Value, provider: impl std::fmt::Display, op: &str) -> u64 {
+pub(super) fn calls_to(calls: &Value, provider: impl std::fmt::Display, op: &str) -> u64 {
     calls["byOperation"][format!("{provider}/{op}")]
         .as_u64()
         .unwrap_or(0)
@@ -94,6 +94,7 @@ async fn the_refresh_reads_many_load_balancers_a_call_and_asks_for_the_unlisted_
                 "DescribeLoadBalancerListeners",
                 "ListLoadBalancers",
                 "ListListeners",
+                "ListServerGroups",
             ][..],
             &["DescribeLoadBalancerAttribute", "GetLoadBalancerAttribute"][..],
         ),

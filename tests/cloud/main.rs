@@ -32,7 +32,8 @@ loadBalancers:
   - {id: lb-other-vpc, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-9, createdBy: user}
   - {id: nlb-other-vpc, provider: alibaba, kind: nlb, addressType: intranet, vpcId: vpc-9, createdBy: user,
      listeners: [{port: 8443, protocol: TCP, owner: shop/api}, {port: 9443, protocol: TCP, owner: external}],
-     resourceGroupId: rg-acfm2, ipVersion: ipv4, address: nlb-other-vpc.cn-hangzhou.nlb.aliyuncs.com}
+     resourceGroupId: rg-acfm2, ipVersion: ipv4, address: nlb-other-vpc.cn-hangzhou.nlb.aliyuncs.com,
+     serverGroups: [{id: sgp-web, type: Instance}, {id: sgp-ips, type: Ip}]}
   - {id: lb-apiserver, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: apiserver}
   - {id: lb-ccm, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: ccm}
   - {id: elb-1, provider: huawei, kind: elb-dedicated, addressType: internet, vpcId: vpc-1, createdBy: user, flavors: [l4, l7],
@@ -127,6 +128,13 @@ fn expressible(lb: &LoadBalancer) -> LoadBalancer {
     if lb.provider == Provider::Ctyun {
         lb.kind = Some(lbguard::inventory::LbKind::Elb);
     }
+    // The NLB reader lists its VPC's server groups: none is an empty list, not unknown.
+    if lb.kind == Some(lbguard::inventory::LbKind::Nlb)
+        && lb.provider == Provider::Alibaba
+        && lb.vpc_id.is_some()
+    {
+        lb.server_groups.get_or_insert_with(Vec::new);
+    }
     if lb.kind == Some(lbguard::inventory::LbKind::ElbShared) {
         lb.flavors.clear();
     }
@@ -200,3 +208,4 @@ mod library;
 mod plan;
 mod replicas;
 mod serve;
+mod server_groups;

@@ -13,7 +13,7 @@ Control, on the same server (unsigned, under /_mock/):
   POST /_mock/listener {"id", "port", "protocol"}        adds a listener
   POST /_mock/creds   {"ak", "sk", "token"?}              the one key pair accepted (and the
                                                           security token it needs, when given)
-  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"showFails"|"listFails"|"listenersFailOnce"|"neutron404"|"regionListenersDenied", "delay": s}
+  POST /_mock/fault   {"mode": null|"throttle"|"server"|"auth"|"slow"|"html404"|"loop"|"listeners404"|"otherNotFound"|"listShort"|"ignoreIds"|"showFails"|"listFails"|"listenersFailOnce"|"neutron404"|"regionListenersDenied"|"serverGroupsFail", "delay": s}
                       html404: a proxy's HTML 404 page; loop: list pages repeat their token
                       (Alibaba's, Huawei's and Volcengine's region-wide NLB listener lists);
                       listeners404: Huawei's listener list answers "not found"
@@ -30,6 +30,7 @@ Control, on the same server (unsigned, under /_mock/):
                       (modes combine with "+", e.g. "showFails+ignoreIds")
                       regionListenersDenied: Volcengine refuses its listener lists without
                       a load balancer (AccessDenied), as a resource-scoped policy does
+                      serverGroupsFail: Alibaba's NLB ListServerGroups fails (503)
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
   POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
   POST /_mock/paging  {"size": n}  items per page of the list APIs at most (default 100;
@@ -510,7 +511,8 @@ class Handler(BaseHTTPRequestHandler):
         version = self.headers.get("x-acs-version")
         want = {"DescribeLoadBalancerAttribute": "2014-05-15", "GetLoadBalancerAttribute": "2022-04-30",
                 "ListListeners": "2022-04-30", "DescribeLoadBalancers": "2014-05-15",
-                "DescribeLoadBalancerListeners": "2014-05-15", "ListLoadBalancers": "2022-04-30"}.get(op)
+                "DescribeLoadBalancerListeners": "2014-05-15", "ListLoadBalancers": "2022-04-30",
+                "ListServerGroups": "2022-04-30"}.get(op)
         if want is None or want != version:
             return self.reply(400, {"Code": "InvalidAction.NotFound", "RequestId": "r",
                                     "Message": f"{op} {version}"})
@@ -524,6 +526,10 @@ class Handler(BaseHTTPRequestHandler):
                               {"LoadBalancerId": 10, "LoadBalancerIds": 20})
         if op in ("DescribeLoadBalancers", "DescribeLoadBalancerListeners", "ListLoadBalancers"):
             return self.alibaba_list(op, q, slb, nlb)
+        if op == "ListServerGroups":
+            if faulty("serverGroupsFail"):
+                return self.server_error("alibaba")
+            return self.ali_server_groups(q, nlb)
         if q.get("RegionId") != STATE["region"]:
             lb = None
         else:
@@ -564,6 +570,30 @@ class Handler(BaseHTTPRequestHandler):
         body = {"Listeners": page, "MaxResults": 100, "NextToken": token, "RequestId": "r",
                 "TotalCount": len(items)}
         check_alibaba(body, nlb.ListListenersResponseBody)
+        return self.reply(200, body)
+
+    def ali_server_groups(self, q, nlb):
+        """NLB ListServerGroups by VpcId: the serverGroups of the file's NLBs in that VPC,
+        paged by NextToken."""
+        region = q.get("RegionId") == STATE["region"]
+        items, seen = [], set()
+        for lb in lbs("alibaba"):
+            if not region or lb.get("kind") != "nlb" or lb.get("vpcId") != q.get("VpcId"):
+                continue
+            for g in lb.get("serverGroups") or []:
+                if g["id"] in seen:
+                    continue
+                seen.add(g["id"])
+                items.append({"ServerGroupId": g["id"], "ServerGroupType": g["type"],
+                              "ServerGroupName": f"group-{g['id']}", "ServerGroupStatus": "Available",
+                              "Protocol": "TCP", "VpcId": lb["vpcId"], "RegionId": STATE["region"],
+                              "RelatedLoadBalancerIds": [lb["id"]]})
+        start = int(q.get("NextToken") or 0)
+        page, more = paged(items, start, int(q.get("MaxResults") or 20))
+        token = str(start + len(page)) if more else ""
+        body = {"ServerGroups": page, "MaxResults": int(q.get("MaxResults") or 20), "NextToken": token,
+                "RequestId": "r", "TotalCount": len(items)}
+        check_alibaba(body, nlb.ListServerGroupsResponseBody)
         return self.reply(200, body)
 
     @staticmethod

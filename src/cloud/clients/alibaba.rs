@@ -14,6 +14,10 @@
 //!   `k8s.{port}.{protocol}.{service}.{namespace}.{cluster id}` (`pkg/model/nlb/nlb.go`), in the
 //!   listener's description. Another cluster's id (`cluster.id` set) makes it an
 //!   `attachedFrom` entry; without `cluster.id` every such listener counts as this cluster's.
+//! - NLB `serverGroups`: every server group in the NLB's VPC (ListServerGroups by `VpcId`),
+//!   the ones a listener of it can use: the controller makes its own there
+//!   (`nlbv2/model_applier.go:336-337`) and looks a reused id up by id
+//!   (`pkg/provider/alibaba/nlb/servergroup.go:150-175`).
 
 use futures::future::BoxFuture;
 use serde_json::Value;
@@ -26,7 +30,7 @@ use crate::cloud::base::paging::Pager;
 use crate::cloud::base::request::Req;
 use crate::cloud::client::{Client, RoundListeners};
 use crate::cloud::transport::Call;
-use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, LoadBalancer};
+use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, LoadBalancer, ServerGroup};
 use crate::vocab::provider::Provider;
 
 const SLB_VERSION: &str = "2014-05-15";
@@ -163,7 +167,53 @@ pub(crate) async fn fetch_many(
             break;
         }
     }
+    if nlb {
+        // One list per VPC, shared by the NLBs in it.
+        let mut vpcs: Vec<String> = lbs.iter().filter_map(|lb| lb.vpc_id.clone()).collect();
+        vpcs.sort();
+        vpcs.dedup();
+        for vpc in vpcs {
+            let groups = server_groups(call, &vpc).await?;
+            for lb in lbs
+                .iter_mut()
+                .filter(|lb| lb.vpc_id.as_deref() == Some(&vpc))
+            {
+                lb.server_groups = groups.clone();
+            }
+        }
+    }
     Ok(lbs)
+}
+
+/// Every server group in `vpc`, paged; `None` (not known) when the list cannot be read to its
+/// end (too many pages, a page token twice): a call that fails is an error, never "none".
+async fn server_groups(call: &Call<'_>, vpc: &str) -> Result<Option<Vec<ServerGroup>>, CloudError> {
+    let mut pager = Pager::new(format!("server groups of {vpc}"));
+    let mut token: Option<String> = None;
+    let mut groups = Vec::new();
+    loop {
+        let mut query = vec![
+            ("VpcId".to_string(), vpc.to_string()),
+            ("MaxResults".to_string(), "100".to_string()),
+        ];
+        if let Some(t) = &token {
+            query.push(("NextToken".into(), t.clone()));
+        }
+        let Some(page) = rpc(call, "nlb", NLB_VERSION, "ListServerGroups", query).await? else {
+            return Ok(None);
+        };
+        for g in page["ServerGroups"].as_array().into_iter().flatten() {
+            if let Some(id) = non_empty(&g["ServerGroupId"]) {
+                let kind = non_empty(&g["ServerGroupType"]).unwrap_or_default();
+                groups.push(ServerGroup { id, kind });
+            }
+        }
+        match pager.next(page["NextToken"].as_str().unwrap_or_default()) {
+            Ok(Some(t)) => token = Some(t),
+            Ok(None) => return Ok(Some(groups)),
+            Err(_) => return Ok(None),
+        }
+    }
 }
 
 /// `Key.1`, `Key.2`, …: a list parameter of an RPC action.
@@ -400,6 +450,9 @@ async fn nlb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
         if token.is_none() {
             break;
         }
+    }
+    if let Some(vpc) = lb.vpc_id.clone() {
+        lb.server_groups = server_groups(call, &vpc).await?;
     }
     Ok(Fact::Found(lb))
 }

@@ -90,7 +90,24 @@ const NLB: &str = "alibabacloud.com/nlb";
 #[case::forward_bad("forward-port", "80-443", Deny)] // listeners.go:618-643
 #[case::forward_spaces("forward-port", " 80:443", Deny)]
 #[case::forward_three("forward-port", "80:443:1", Deny)]
-#[case::nlb_only_ignored_by_clb("cps", "x", Pass)] // CLB never reads cps
+#[case::nlb_only_ignored_by_clb("cps", "x", Pass)]
+// CLB never reads cps
+// hostname: clbv1/service_controller.go:419-424 writes it as the status hostname, which the
+// API server validates (ValidateLoadBalancerStatus: IsDNS1123Subdomain, not an IP).
+#[case::hostname_ok("hostname", "web.example.com", Pass)]
+#[case::hostname_one_label("hostname", "web", Pass)]
+#[case::hostname_digits_and_dashes("hostname", "1-web.2x.example.com", Pass)]
+#[case::hostname_upper_case("hostname", "Web.example.com", Deny)]
+#[case::hostname_underscore("hostname", "my_web.example.com", Deny)]
+#[case::hostname_trailing_dot("hostname", "web.example.com.", Deny)]
+#[case::hostname_leading_dash("hostname", "-web.example.com", Deny)]
+#[case::hostname_space("hostname", "web .example.com", Deny)]
+#[case::hostname_ipv4("hostname", "47.96.1.10", Deny)] // "must be a DNS name, not an IP address"
+#[case::hostname_ipv4_zeros("hostname", "0.0.0.0", Deny)]
+#[case::hostname_ipv6("hostname", "2001:db8::1", Deny)] // not a subdomain either
+#[case::hostname_not_an_ip("hostname", "47.96.1.256", Pass)] // a name to every parser
+#[case::hostname_leading_zero_quad("hostname", "047.96.1.10", Pass)] // reading: only the sloppy parser calls it an IP
+#[case::hostname_url("hostname", "https://web.example.com", Deny)]
 #[case::zone_maps_ignored_by_clb("zone-maps", "bad", Pass)]
 fn annotation_format_clb(#[case] key: &str, #[case] value: &str, #[case] want: Expect) {
     let s = lb().port(443, "TCP").pa(Alibaba, key, value);
@@ -128,6 +145,7 @@ fn annotation_format_clb(#[case] key: &str, #[case] value: &str, #[case] want: E
 #[case::range_no_dash("listener-port-range", "10000:80", Deny)] // :85-89
 #[case::range_spaces("listener-port-range", " 10000-10010:80", Deny)] // no TrimSpace
 #[case::forward_port_ignored("forward-port", "bad", Pass)] // NLB never reads forward-port
+#[case::hostname_ignored("hostname", "47.96.1.10", Pass)] // only clbv1 writes it (service_controller.go:419-424)
 #[case::clb_only_sticky_ignored("sticky-session-type", "bogus", Pass)]
 fn annotation_format_nlb(#[case] key: &str, #[case] value: &str, #[case] want: Expect) {
     let s = lb()
@@ -344,4 +362,19 @@ fn address_type_value_by_controller(#[case] nlb: bool, #[case] v: &str, #[case] 
         );
     }
     expect(&create(s), &cfg(""), "address-type-value", want);
+}
+
+/// The status hostname's length: 253 characters pass, 254 do not (IsDNS1123Subdomain).
+#[rstest]
+#[case::at_most(253, Pass)]
+#[case::one_past(254, Deny)]
+fn hostname_length(#[case] len: usize, #[case] want: Expect) {
+    let label = "a".repeat(61);
+    let mut name = [label.as_str(); 4].join(".");
+    while name.len() < len {
+        name.push('b');
+    }
+    name.truncate(len);
+    let s = lb().pa(Alibaba, "hostname", &name);
+    expect(&create(s), &cfg(""), "annotation-format", want);
 }

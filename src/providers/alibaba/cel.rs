@@ -100,6 +100,7 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
     })));
     out.push(clb_only(forward_target(cat)));
+    out.push(clb_only(hostname(cat)));
     out.push(nlb_only(entries(cat, v, "listener-port-range", &|e| {
         let p = parts(e);
         let r = format!("{p}[0].split('-')");
@@ -396,6 +397,25 @@ pub fn dependent_annotations(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
         },
     ]);
     Ok(out)
+}
+
+/// The CEL of `clb::hostname`: the status hostname the API server takes.
+fn hostname(cat: &Catalog) -> CelCheck {
+    let h = catalog_annotation(cat, "hostname");
+    let v = &h.value;
+    CelCheck::new(
+        format!(
+            "{} && {v} != '' && (size({v}) > 253 || !{v}.matches({}) || {v}.matches({}))",
+            h.present,
+            cel::lit(super::clb::DNS_SUBDOMAIN),
+            cel::lit(super::clb::IPV4)
+        ),
+        format!(
+            "'[annotation-format] ' + {} + ' is \"' + {v} + '\": the CLB controller writes it as the status hostname, where the API server takes only a lowercase DNS name that is not an IP address'",
+            h.key
+        ),
+    )
+    .same_when(format!("{} + '=' + {v}", h.key))
 }
 
 /// The CEL of `clb::forward_target`: an HTTP listener's forward target is an HTTPS port of

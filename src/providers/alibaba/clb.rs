@@ -1,7 +1,10 @@
 //! What only ACK's CLB controller reads (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:
 //! pkg/controller/service/clbv1/listeners.go:618-643): `forward-port`, and where it points
 //! (:224-233: an HTTP listener forwards to the port its entry names, which the CLB API's
-//! ForwardPort needs to be an HTTPS listener).
+//! ForwardPort needs to be an HTTPS listener); `hostname`, which clbv1/service_controller.go:
+//! 419-424 writes as the Service's status.loadBalancer.ingress[0].hostname, where the API
+//! server takes only a lowercase DNS-1123 subdomain that is not an IP address
+//! (ValidateLoadBalancerStatus, pkg/apis/core/validation).
 
 use super::value::port_ok;
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
@@ -14,6 +17,63 @@ pub fn check(svc: Svc, cat: &Catalog, out: &mut Findings) {
         forward_port(a, out);
         forward_target(svc, cat, a, out);
     }
+    if let Some(a) = cat.get(svc, "hostname").filter(|a| !a.value.is_empty()) {
+        hostname(a, out);
+    }
+}
+
+/// A DNS-1123 subdomain as the API server reads one: at most 253 characters, dot-separated
+/// labels of lower-case letters, digits and '-', each starting and ending with a letter or
+/// digit (`IsDNS1123Subdomain`).
+pub const DNS_SUBDOMAIN: &str =
+    r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$";
+
+/// An IPv4 address written plainly (no leading zeros): every IP parser reads it as one.
+pub const IPV4: &str = r"^(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}$";
+
+fn is_dns_subdomain(v: &str) -> bool {
+    v.len() <= 253
+        && v.split('.').all(|l| {
+            let b = l.as_bytes();
+            !b.is_empty()
+                && b.iter()
+                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
+                && b[0] != b'-'
+                && b[b.len() - 1] != b'-'
+        })
+}
+
+/// Reading: a dotted quad with leading zeros ("010.1.1.1") is an IP to the API server's
+/// sloppy parser but a name to a strict one; lbguard denies only the plain form both read
+/// as an IP.
+fn is_plain_ipv4(v: &str) -> bool {
+    let parts: Vec<&str> = v.split('.').collect();
+    parts.len() == 4
+        && parts.iter().all(|p| {
+            (1..=3).contains(&p.len())
+                && p.bytes().all(|b| b.is_ascii_digit())
+                && (p.len() == 1 || !p.starts_with('0'))
+                && p.parse::<u16>().is_ok_and(|n| n <= 255)
+        })
+}
+
+/// `hostname`: written as the status hostname, which the API server validates.
+fn hostname(a: Annot, out: &mut Findings) {
+    let v = a.value;
+    let why = if is_plain_ipv4(v) {
+        "it is an IP address, and the API server takes only a DNS name there (\"must be a DNS name, not an IP address\"); to show the load balancer's IP, remove the annotation (the controller then writes the CLB's address)"
+    } else if !is_dns_subdomain(v) {
+        "it is not a lowercase DNS name (RFC 1123 subdomain: at most 253 characters; lower-case letters, digits, '-' and '.'; each dot-separated part starts and ends with a letter or digit), which the API server requires there; write it in lower case, e.g. \"web.example.com\""
+    } else {
+        return;
+    };
+    out.push(
+        annotation_field(a.key),
+        format!(
+            "{} is \"{v}\": the CLB controller writes it as the Service's status.loadBalancer.ingress[0].hostname and the API server refuses that status update on every resync, so the Service never shows its address: {why}",
+            a.key
+        ),
+    );
 }
 
 /// Each HTTP listener's forward target (the first entry naming its port) must be an HTTPS

@@ -10,18 +10,12 @@
 //! nlbv2/listeners.go:62-110 and :620-644 (vgroup-port, listener-port-range, protocol-port),
 //! nlbv2/loadbalancer.go:56-58 and :639-666 (zone-maps), nlbv2/server_groups.go:1389-1399.
 
-use super::value::{group_id_ok, protocol_ok};
+use super::value::{group_id_ok, names_service_port, protocol_ok};
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::go;
 use crate::vocab::service::Svc;
-
-/// The Service port a `:`-split entry names, matched as the controller matches it: the exact
-/// decimal string of a `spec.ports[].port`.
-fn names_service_port(svc: Svc, port: &str) -> bool {
-    svc.port_numbers().any(|p| p.to_string() == port)
-}
 
 pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
@@ -42,6 +36,8 @@ pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     }
     // What the controller sends, held to the cloud API's limits (data/alibaba-api.yaml).
     crate::providers::api::check(ctx, cat, "annotation-format", out);
+    // A reused NLB's server groups, from the inventory.
+    super::groups::reused_server_groups(ctx, cat, out);
 }
 
 /// The table's formats (`providers/data/alibaba.yaml`), for the controller that takes the

@@ -26,3 +26,9 @@ pub fn group_id_ok(id: &str) -> bool {
 pub(super) fn port_ok(v: &str) -> bool {
     go::atoi(v).is_ok_and(|p| (1..=65535).contains(&p))
 }
+
+/// The Service port a `:`-split entry names, matched as the controller matches it: the exact
+/// decimal string of a `spec.ports[].port`.
+pub(super) fn names_service_port(svc: crate::vocab::service::Svc, port: &str) -> bool {
+    svc.port_numbers().any(|p| p.to_string() == port)
+}

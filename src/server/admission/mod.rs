@@ -115,9 +115,10 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
                         .named_id(p.input.object.as_ref())
                         .into_iter()
                         .collect();
+                    let groups = cloud.named_server_groups(p.input.object.as_ref());
                     Some(
                         cloud
-                            .view(&ids, app.inventory_snapshot())
+                            .view(&ids, &groups, app.inventory_snapshot())
                             .instrument(span.clone())
                             .await,
                     )
