@@ -122,6 +122,37 @@ fn reservation_holds_until_the_watch_shows_the_service_or_it_expires() {
 }
 
 #[test]
+fn a_repeated_admission_keeps_its_hold_a_changed_one_moves_it() {
+    let state = ClusterState::new(cfg("").provider);
+    let svc = |name: &str, port: i32| {
+        lb().named("shop", name)
+            .only_port(port, "TCP")
+            .pa(Ctyun, "id", "lb-1")
+            .build()
+    };
+    let (a, b) = (svc("a", 80), svc("b", 80));
+    state.reserve(Svc::new(&a), RESERVATION_TTL, &[]).unwrap();
+    // The same admission again: the hold stands, still one user, still exclusive.
+    state.reserve(Svc::new(&a), RESERVATION_TTL, &[]).unwrap();
+    assert_eq!(users(&state, Ctyun, "lb-1"), ["shop/a"]);
+    assert!(state.reserve(Svc::new(&b), RESERVATION_TTL, &[]).is_err());
+    // a moves to port 81: its hold moves with it, and 80 is free for b.
+    state
+        .reserve(Svc::new(&svc("a", 81)), RESERVATION_TTL, &[])
+        .unwrap();
+    state.reserve(Svc::new(&b), RESERVATION_TTL, &[]).unwrap();
+    // A Service the watch shows on 81 since: the repeated admission of a now clashes.
+    state.apply_service(&svc("d", 81));
+    let e = state
+        .reserve(Svc::new(&svc("a", 81)), RESERVATION_TTL, &[])
+        .unwrap_err();
+    assert_eq!(
+        e,
+        ["port 81/TCP on load balancer \"lb-1\" is held by shop/d"]
+    );
+}
+
+#[test]
 fn two_concurrent_admissions_for_one_port_one_wins() {
     for _ in 0..50 {
         let state = Arc::new(ClusterState::new(cfg("").provider));

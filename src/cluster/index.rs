@@ -166,6 +166,34 @@ impl Inner {
         }
     }
 
+    /// True when the Service of `uses` holds a reservation until after `until` of exactly
+    /// these uses (load balancers and what it asks of each).
+    pub(super) fn holds_same(&self, uses: &[(Provider, String, LbUser)], until: Instant) -> bool {
+        let me = &uses[0].2;
+        let Some((expires, held)) = self
+            .reservations
+            .get(&(Arc::clone(&me.namespace), Arc::clone(&me.name)))
+        else {
+            return false;
+        };
+        *expires > until
+            && held.len() == uses.len()
+            && uses.iter().zip(held).all(|((p, id, want), (hp, hid))| {
+                p == hp
+                    && **id == **hid
+                    && self.lbs.get(&(*hp, hid.clone())).is_some_and(|users| {
+                        users.iter().any(|u| {
+                            u.reserved_until.is_some()
+                                && (&u.namespace, &u.name) == (&want.namespace, &want.name)
+                                && u.ports == want.ports
+                                && u.skip_listener == want.skip_listener
+                                && u.makes_listeners == want.makes_listeners
+                                && u.pass_through == want.pass_through
+                        })
+                    })
+            })
+    }
+
     /// The clashes with the live users `keep` selects, worded for messages.
     pub(super) fn clashes(
         &self,

@@ -373,6 +373,25 @@ impl ClusterState {
         if uses.is_empty() {
             return Ok(());
         }
+        // The same Service admitted again with the same uses (an API server retry, a repeated
+        // apply) while its hold has more than half its time left: the hold stands, and only
+        // the clashes are checked, under the read lock (a Service that appeared meanwhile
+        // still clashes). Everything else takes the write lock.
+        {
+            let inner = self.read();
+            if inner.holds_same(&uses, now + ttl / 2) {
+                let conflicts: Vec<String> = inner
+                    .clashes(&uses, now, |_| true)
+                    .into_iter()
+                    .filter(|c| !tolerate.contains(c))
+                    .collect();
+                return if conflicts.is_empty() {
+                    Ok(())
+                } else {
+                    Err(conflicts)
+                };
+            }
+        }
         let mut inner = self.write();
         let conflicts: Vec<String> = inner
             .clashes(&uses, now, |_| true)
