@@ -124,13 +124,16 @@ pub(super) fn key_of(namespace: Option<&str>, name: Option<&str>) -> Key {
     )
 }
 
+/// The load balancers a reservation holds.
+pub(super) type Held = Vec<(Provider, Box<str>)>;
+
 #[derive(Debug, Default)]
 pub(super) struct Inner {
     pub(super) services: HashMap<Key, SvcProj>,
     pub(super) lbs: HashMap<(Provider, Box<str>), Vec<LbUser>>,
     /// Reserved Services: until when, and the load balancers they hold. The expiry is
     /// kept here so purging scans the reservations, not every load balancer's users.
-    pub(super) reservations: HashMap<Key, (Instant, Vec<(Provider, Box<str>)>)>,
+    pub(super) reservations: HashMap<Key, (Instant, Held)>,
     pub(super) nodes: HashMap<String, Vec<String>>,
     pub(super) node_ips: HashMap<String, String>,
     /// Each node's `topology.kubernetes.io/region` label.
