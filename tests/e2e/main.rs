@@ -36,6 +36,7 @@ mod exceptions;
 mod identity;
 mod map;
 mod metrics;
+mod plan;
 mod quota;
 mod reports;
 mod restart;
@@ -107,6 +108,7 @@ fn cases() -> Vec<(&'static str, runner::Case<Env>)> {
         "reports_pass_the_crd_schemas" => reports::run,
         "reports_flow_past_a_namespace_stuck_terminating" => reports::stuck_namespace,
         "exceptions_unblock_one_service_for_one_rule_until_they_expire" => exceptions::run,
+        "plan_warnings_reach_kubectl_apply" => plan::run,
         "exported_policies_agree_with_the_webhook" => vap::run,
         "exported_policies_apply_with_client_side_kubectl_apply" => apply::run,
         "defaults_as_policies_equal_the_webhook" => map::run,
