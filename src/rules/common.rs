@@ -481,15 +481,34 @@ fn deletion_protection_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
 }
 
 /// Suggests the known key closest to `key`, if one is close enough to be a typo.
-fn closest(key: &str, known: impl Iterator<Item = String>) -> Option<String> {
+fn closest(key: &str, cat: &Catalog) -> Option<String> {
+    let names = || {
+        cat.table()
+            .annotations
+            .iter()
+            .filter(|e| e.instead.is_none())
+            .map(|e| e.name.as_str())
+    };
     let lower = key.to_ascii_lowercase();
-    known
-        .filter_map(|k| {
-            let d = edits_up_to(&lower, &k.to_ascii_lowercase(), TYPO)?;
-            Some((d, k))
+    // Under the current prefix only the suffixes differ (the prefix is lower case), so the
+    // names are compared as they are, without building and lowering each full key.
+    let (lower, prefixed) = match lower.strip_prefix(cat.prefix) {
+        Some(suffix) if key.starts_with(cat.prefix) => (suffix.to_string(), false),
+        _ => (lower, true),
+    };
+    names()
+        .filter_map(|name| {
+            let d = if prefixed {
+                edits_up_to(&lower, &cat.key(name).to_ascii_lowercase(), TYPO)?
+            } else if name.bytes().any(|b| b.is_ascii_uppercase()) {
+                edits_up_to(&lower, &name.to_ascii_lowercase(), TYPO)?
+            } else {
+                edits_up_to(&lower, name, TYPO)?
+            };
+            Some((d, name))
         })
         .min_by_key(|(d, _)| *d)
-        .map(|(_, k)| k)
+        .map(|(_, name)| cat.key(name))
 }
 
 /// The most edits a misspelt key is away from the one meant.
@@ -546,14 +565,7 @@ fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
             );
             continue;
         }
-        let hint = closest(
-            key,
-            cat.table()
-                .annotations
-                .iter()
-                .filter(|e| e.instead.is_none())
-                .map(|e| cat.key(&e.name)),
-        )
+        let hint = closest(key, cat)
             .map(|k| format!("; did you mean \"{k}\"?"))
             .unwrap_or_else(|| "; annotation names are case sensitive, check the spelling in the provider's documentation (or list it under knownAnnotations in the config)".into());
         out.push(
