@@ -4,7 +4,9 @@ use super::*;
 
 /// Benchmark (`scripts/bench-e2e refresh`, not a test): calls per background round against
 /// the number of load balancers Services name and the number of replicas, on the mock's bulk
-/// account, with the refresh's own code and the cloud's list calls.
+/// account, with the refresh's own code and the cloud's list calls. `alibaba-nlb` is ACK's
+/// NLBs spread over `LBGUARD_BENCH_VPCS` VPCs (one server group each), with the calls of each
+/// list operation. `LBGUARD_BENCH_SIZES` picks the numbers of load balancers.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[ignore = "a benchmark: scripts/bench-e2e refresh"]
 async fn bench_refresh_at_scale() {
@@ -14,29 +16,72 @@ async fn bench_refresh_at_scale() {
     let mock = Mock::start("loadBalancers: []")
         .await
         .expect("the clouds' Python SDKs (scripts/test installs them)");
-    let providers: Vec<Provider> = match std::env::var("LBGUARD_BENCH_PROVIDERS") {
-        Ok(p) => p.split(',').map(|p| p.parse().unwrap()).collect(),
-        Err(_) => vec![
-            Provider::Alibaba,
-            Provider::Huawei,
-            Provider::Volcengine,
-            Provider::Ctyun,
-        ],
+    let list = |var: &str, default: &str| -> Vec<String> {
+        std::env::var(var)
+            .unwrap_or_else(|_| default.to_string())
+            .split(',')
+            .map(str::to_string)
+            .collect()
     };
+    let sizes = |default: &str| -> Vec<usize> {
+        list("LBGUARD_BENCH_SIZES", default)
+            .iter()
+            .map(|n| n.parse().unwrap())
+            .collect()
+    };
+    let vpc_counts: Vec<usize> = list("LBGUARD_BENCH_VPCS", "1,4")
+        .iter()
+        .map(|n| n.parse().unwrap())
+        .collect();
+    // (provider, VPCs of the NLBs; none for the provider's bulk CLBs)
+    let mut scenarios: Vec<(Provider, Option<usize>)> = Vec::new();
+    for p in list(
+        "LBGUARD_BENCH_PROVIDERS",
+        "alibaba,huawei,volcengine,ctyun,alibaba-nlb",
+    ) {
+        if p == "alibaba-nlb" {
+            scenarios.extend(vpc_counts.iter().map(|v| (Provider::Alibaba, Some(*v))));
+        } else {
+            scenarios.push((p.parse().unwrap(), None));
+        }
+    }
+    const NLB_OPS: [&str; 3] = ["ListLoadBalancers", "ListListeners", "ListServerGroups"];
+    let mut nlb_rows = Vec::new();
     println!();
     println!(
         "| provider | load balancers | replicas | round 1 (each replica reads all) | rounds 2-7: calls a round, all replicas (max) | busiest replica, rounds 2-7 (max) | at qps 5 shared, that replica needs |"
     );
     println!("|---|---:|---:|---:|---:|---:|---:|");
-    for provider in providers {
-        for n in [500, 1000, 5000] {
+    for (provider, vpcs) in scenarios {
+        // A VPC's server group list pages through all its NLBs' groups in every batch, so
+        // the NLBs stop at 2,000 by default (5,000 in one VPC would be past the quota).
+        let default = if vpcs.is_some() {
+            "500,1000,2000"
+        } else {
+            "500,1000,5000"
+        };
+        for n in sizes(default) {
             mock.control(
                 "state",
                 json!({"loadBalancers": [], "region": REGION, "projectId": "p-1"}),
             )
             .await;
-            mock.control("bulk", json!({"provider": provider.as_str(), "count": n}))
-                .await;
+            let prefix = match vpcs {
+                Some(v) => {
+                    mock.control(
+                        "bulk",
+                        json!({"provider": provider.as_str(), "count": n, "kind": "nlb",
+                               "vpcs": v, "serverGroups": 1}),
+                    )
+                    .await;
+                    "nlb"
+                }
+                None => {
+                    mock.control("bulk", json!({"provider": provider.as_str(), "count": n}))
+                        .await;
+                    "lb"
+                }
+            };
             let creds = creds_dir(provider, AK, SK);
             let cfg = lbguard::engine::parse_config(
                 &cloud_config(provider, &mock, creds.path(), "    qps: 100000\n"),
@@ -44,7 +89,7 @@ async fn bench_refresh_at_scale() {
             )
             .unwrap();
             let named: std::collections::HashSet<String> =
-                (0..n).map(|i| format!("lb-bulk-{i}")).collect();
+                (0..n).map(|i| format!("{prefix}-bulk-{i}")).collect();
             for replicas in [1usize, 2] {
                 let (base, offset) = (Instant::now(), Arc::new(AtomicU64::new(0)));
                 let o = Arc::clone(&offset);
@@ -87,36 +132,75 @@ async fn bench_refresh_at_scale() {
                 let mut first = 0;
                 let mut worst_all = 0;
                 let mut worst_one = 0;
+                // Per NLB list operation: round 1, and the later rounds' max (all replicas).
+                let (mut first_ops, mut worst_ops) = ([0u64; 3], [0u64; 3]);
                 let started = Instant::now();
                 let rounds = if replicas == 1 { 2 } else { 7 };
                 for round in 0..rounds as u64 {
                     offset.store(round * 300, Ordering::SeqCst);
                     let mut per_replica = Vec::new();
+                    let mut ops = [0u64; 3];
                     for (c, _) in &fleet {
                         mock.control("reset", json!({})).await;
                         c.refresh_round(&named).await;
+                        let calls = mock.control("calls", json!({})).await;
+                        for (k, op) in NLB_OPS.iter().enumerate() {
+                            ops[k] += library::calls_to(&calls, provider, op);
+                        }
                         per_replica.push(all_calls(&mock).await);
                     }
                     let all: u64 = per_replica.iter().sum();
                     if round == 0 {
                         first = all;
+                        first_ops = ops;
                     } else {
                         worst_all = worst_all.max(all);
                         worst_one = worst_one.max(*per_replica.iter().max().unwrap());
+                        for (w, o) in worst_ops.iter_mut().zip(ops) {
+                            *w = (*w).max(o);
+                        }
                     }
                 }
                 for (c, _) in &fleet {
-                    assert_eq!(c.snapshot().len(), n, "{provider} {n}: every fact read");
+                    let facts = c.snapshot();
+                    assert_eq!(facts.len(), n, "{provider} {n}: every fact read");
+                    if vpcs.is_some_and(|v| n.div_ceil(v) <= 3000) {
+                        // Within the region's quota every NLB's VPC's groups are read to the end.
+                        assert!(facts.iter().all(|(_, f)| matches!(f.as_ref(),
+                            lbguard::cloud::Fact::Found(lb) if lb.server_groups.as_ref().is_some_and(|g| !g.is_empty()))));
+                    }
                 }
                 eprintln!("{provider} {n} x{replicas}: {:?}", started.elapsed());
                 // The bucket refills at qps / replicas; the refresh waits for its tokens.
                 let secs = worst_one as f64 / (5.0 / replicas as f64);
+                let label = match vpcs {
+                    Some(v) => format!("{provider} (NLB, {v} VPCs)"),
+                    None => provider.to_string(),
+                };
                 println!(
-                    "| {provider} | {n} | {replicas} | {first} | {worst_all} | {worst_one} | {:.0} s{} |",
+                    "| {label} | {n} | {replicas} | {first} | {worst_all} | {worst_one} | {:.0} s{} |",
                     secs,
                     if secs <= 300.0 { "" } else { " (over 5 min)" }
                 );
+                if let Some(v) = vpcs {
+                    let f = first_ops.map(|c| c.to_string()).join(" / ");
+                    let w = worst_ops.map(|c| c.to_string()).join(" / ");
+                    nlb_rows.push(format!(
+                        "| {n} | {v} | {} | {replicas} | {f} / {first} | {w} / {worst_all} |",
+                        n.div_ceil(v)
+                    ));
+                }
             }
+        }
+    }
+    if !nlb_rows.is_empty() {
+        println!();
+        println!(
+            "| NLBs | VPCs | server groups a VPC | replicas | round 1: ListLoadBalancers / ListListeners / ListServerGroups / all | rounds 2-7, all replicas (max): the same |"
+        );
+        println!("|---:|---:|---:|---:|---:|---:|");
+        for row in nlb_rows {
+            println!("{row}");
         }
     }
     mock.assert_clean().await;

@@ -32,9 +32,11 @@ Control, on the same server (unsigned, under /_mock/):
                       a load balancer (AccessDenied), as a resource-scoped policy does
                       serverGroupsFail: Alibaba's NLB ListServerGroups fails (503)
   POST /_mock/prefix  {"prefix": "/api"}   the API is served under this path only
-  POST /_mock/bulk    {"provider", "count"}  an account with that many load balancers
+  POST /_mock/bulk    {"provider", "count", "kind"?, "vpcs"?, "serverGroups"?}  an account
+                      with that many load balancers (CLBs, or NLBs spread round-robin over
+                      "vpcs" VPCs with "serverGroups" server groups each)
   POST /_mock/paging  {"size": n}  items per page of the list APIs at most (default 100;
-                      NLB's ListListeners always serves one a page)
+                      NLB's ListListeners for one NLB always serves one a page)
   GET  /_mock/calls   counts per operation, bad signatures, model failures, and how many
                       load balancers Alibaba's calls asked about (loadBalancersAsked)
   POST /_mock/reset   zeroes the counts
@@ -558,13 +560,18 @@ class Handler(BaseHTTPRequestHandler):
                     **self.ali_nlb_facts(lb)}
             check_alibaba(body, nlb.GetLoadBalancerAttributeResponseBody)
             return self.reply(200, body)
+        # Every NLB named (LoadBalancerIds.N), as the refresh's batches ask.
+        asked = [v for k, v in sorted(q.items()) if k.startswith("LoadBalancerIds.")]
+        named = [lb] + [o for o in lbs("alibaba") if o["id"] in asked[1:] and o.get("kind") == "nlb"]
         items = [{"ListenerId": f"lsn-{p}", "ListenerPort": p, "ListenerProtocol": proto.upper(),
-                  "ListenerDescription": d, "LoadBalancerId": lb["id"], "RegionId": STATE["region"]}
-                 for p, proto, d in self.ali_listeners(lb, True)]
-        # One listener a page, so the client's paging is exercised.
+                  "ListenerDescription": d, "LoadBalancerId": o["id"], "RegionId": STATE["region"]}
+                 for o in named for p, proto, d in self.ali_listeners(o, True)]
+        # One listener a page for one NLB, so the client's paging is exercised; a batch's
+        # pages as the list APIs' (MaxResults, at most the mock's page size).
         start = int(q.get("NextToken") or 0)
-        page = items[start:start + 1]
-        token = str(start + 1) if start + 1 < len(items) else ""
+        size = 1 if len(asked) <= 1 else int(q.get("MaxResults") or 20)
+        page, more = paged(items, start, size)
+        token = str(start + len(page)) if more else ""
         if STATE["fault"] == "loop":
             token = q.get("NextToken") or "1"
         body = {"Listeners": page, "MaxResults": 100, "NextToken": token, "RequestId": "r",
@@ -924,11 +931,14 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/_mock/prefix":
                 STATE["prefix"] = data.get("prefix", "").rstrip("/")
             elif path == "/_mock/bulk":
-                p = data["provider"]
+                p, kind = data["provider"], data.get("kind", "clb")
+                vpcs = int(data.get("vpcs", 1))
                 STATE["loadBalancers"] = [lb for lb in STATE["loadBalancers"] if lb.get("provider") != p] + [
-                    {"id": f"lb-bulk-{i}", "provider": p, "kind": "clb", "addressType": "intranet",
-                     "vpcId": "vpc-1", "createdBy": "user",
-                     "listeners": [{"port": 80 + i % 1000, "protocol": "TCP", "owner": "external"}]}
+                    {"id": f"{'nlb' if kind == 'nlb' else 'lb'}-bulk-{i}", "provider": p, "kind": kind,
+                     "addressType": "intranet", "vpcId": f"vpc-{1 + i % vpcs}", "createdBy": "user",
+                     "listeners": [{"port": 80 + i % 1000, "protocol": "TCP", "owner": "external"}],
+                     "serverGroups": [{"id": f"sgp-bulk-{i}-{g}", "type": "Instance"}
+                                      for g in range(int(data.get("serverGroups", 0)))]}
                     for i in range(int(data["count"]))]
             elif path == "/_mock/reset":
                 CALLS["byOperation"], CALLS["badSignatures"], CALLS["modelFailures"] = {}, 0, []
