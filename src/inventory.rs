@@ -399,7 +399,7 @@ loadBalancers:
         match (Snapshot::parse(&text, "inv.yaml"), want) {
             (Ok(s), Ok(n)) => {
                 let lb = s.get(Provider::Alibaba, "nlb-1").unwrap();
-                assert_eq!(lb.server_groups.as_ref().map(Vec::len), n);
+                assert_eq!(lb.server_groups.as_ref().map(|g| g.len()), n);
                 // What `inventory` writes reads back the same, absent staying absent.
                 let back = serde_saphyr::to_string(&InventoryFile {
                     load_balancers: vec![lb.clone()],

@@ -12,7 +12,7 @@ use crate::cloud::base::fact::Fact;
 use crate::cloud::base::metrics::ApiLabels;
 use crate::cloud::base::outcome::CloudError;
 use crate::cloud::base::retry::retried;
-use crate::cloud::client::{Client, RoundListeners};
+use crate::cloud::client::{Client, Round};
 use crate::cloud::clients;
 use crate::cloud::transport::{Call, Channel, Tokens};
 use crate::vocab::lb::LoadBalancer;
@@ -143,8 +143,8 @@ impl Source {
     /// The round's region-wide listener lists (Volcengine: `DescribeListeners` and
     /// `DescribeNLBListeners` without a load balancer, 100 a page). A list that cannot be
     /// read to its end, or is longer than the calls it saves, is left out.
-    pub(crate) async fn round_listeners(&self, ids: &[String]) -> RoundListeners {
-        let mut round = RoundListeners::default();
+    pub(crate) async fn round_listeners(&self, ids: &[String]) -> Round {
+        let mut round = Round::default();
         if !self.client.region_lists() {
             return round;
         }
@@ -178,7 +178,7 @@ impl Source {
     pub(crate) async fn fetch_many(
         &self,
         ids: &[String],
-        round: &RoundListeners,
+        round: &Round,
     ) -> Result<Vec<LoadBalancer>, CloudError> {
         let (region, creds) = self.region_and_credentials(None).await?;
         let call = Call::background(&self.channel, &region, creds);

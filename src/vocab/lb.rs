@@ -1,5 +1,7 @@
 //! Load balancers as the inventory describes them, and listener protocol families.
 
+use std::sync::Arc;
+
 use serde::{Deserialize, Serialize};
 
 use super::provider::Provider;
@@ -154,9 +156,10 @@ pub struct LoadBalancer {
     /// The address Services' status names: a CLB's IP, an NLB's DNS name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
-    /// ACK NLB: every server group in the NLB's VPC (absent: not known; `[]`: none).
+    /// ACK NLB: every server group in the NLB's VPC (absent: not known; `[]`: none), shared
+    /// by the facts of the NLBs in that VPC read in one round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub server_groups: Option<Vec<ServerGroup>>,
+    pub server_groups: Option<Arc<[ServerGroup]>>,
 }
 
 impl LoadBalancer {

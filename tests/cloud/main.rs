@@ -133,7 +133,7 @@ fn expressible(lb: &LoadBalancer) -> LoadBalancer {
         && lb.provider == Provider::Alibaba
         && lb.vpc_id.is_some()
     {
-        lb.server_groups.get_or_insert_with(Vec::new);
+        lb.server_groups.get_or_insert_with(|| Vec::new().into());
     }
     if lb.kind == Some(lbguard::inventory::LbKind::ElbShared) {
         lb.flavors.clear();

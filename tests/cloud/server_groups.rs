@@ -22,7 +22,7 @@ async fn an_nlb_look_up_reads_its_vpcs_server_groups_and_a_failed_list_is_an_err
     };
     let want = file.get(Provider::Alibaba, "nlb-other-vpc").unwrap();
     assert_eq!(got.server_groups, want.server_groups);
-    assert_eq!(got.server_groups.as_ref().map(Vec::len), Some(2));
+    assert_eq!(got.server_groups.as_ref().map(|g| g.len()), Some(2));
     let calls = mock.control("calls", json!({})).await;
     assert_eq!(
         calls_to(&calls, Provider::Alibaba, "ListServerGroups"),
@@ -80,7 +80,7 @@ async fn a_server_group_the_cached_list_lacks_is_asked_again_once_not_fresh() {
         lbguard::cloud::Fact::Found(lb) => lb
             .server_groups
             .iter()
-            .flatten()
+            .flat_map(|g| g.iter())
             .map(|g| g.id.clone())
             .collect::<Vec<_>>(),
         other => panic!("{other:?}"),
@@ -107,5 +107,47 @@ async fn a_server_group_the_cached_list_lacks_is_asked_again_once_not_fresh() {
     // Older than 15 s and lacking the named group: asked again.
     let fact = cloud.get_needing(id, &need, soon, false).await.unwrap();
     assert!(groups(&fact).contains(&"sgp-new".to_string()), "{fact:?}");
+    mock.assert_clean().await;
+}
+
+/// A background round over 45 NLBs in one VPC (three batches of 20): the VPC's server groups
+/// are listed once for the round, not once a batch, and every NLB's fact holds the one list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_lists_a_vpcs_server_groups_once_and_its_nlbs_share_them() {
+    let Some(mock) = Mock::start("loadBalancers: []").await else {
+        return;
+    };
+    mock.control(
+        "bulk",
+        json!({"provider": "alibaba", "count": 45, "kind": "nlb", "vpcs": 1, "serverGroups": 1}),
+    )
+    .await;
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let cloud = library_cloud(Provider::Alibaba, &mock, creds.path(), "    qps: 1000\n");
+    let named: std::collections::HashSet<String> =
+        (0..45).map(|i| format!("nlb-bulk-{i}")).collect();
+    mock.control("reset", json!({})).await;
+    cloud.refresh_round(&named).await;
+    let calls = mock.control("calls", json!({})).await;
+    let count = |op: &str| calls_to(&calls, Provider::Alibaba, op);
+    assert_eq!(count("ListLoadBalancers"), 3, "{calls}");
+    assert_eq!(count("ListServerGroups"), 1, "{calls}");
+    let soon = Duration::from_secs(5);
+    let mut lists = Vec::new();
+    for id in ["nlb-bulk-0", "nlb-bulk-21", "nlb-bulk-44"] {
+        match cloud.get(id, soon, false).await.as_deref() {
+            Ok(lbguard::cloud::Fact::Found(lb)) => lists.push(lb.server_groups.clone().unwrap()),
+            other => panic!("{id}: {other:?}"),
+        }
+    }
+    assert_eq!(lists[0].len(), 45);
+    assert!(lists.iter().all(|l| std::sync::Arc::ptr_eq(l, &lists[0])));
+    // Served from the round's facts: no call since.
+    let calls = mock.control("calls", json!({})).await;
+    assert_eq!(
+        calls_to(&calls, Provider::Alibaba, "ListServerGroups"),
+        1,
+        "{calls}"
+    );
     mock.assert_clean().await;
 }

@@ -28,7 +28,7 @@ use crate::cloud::base::fact::{Fact, non_empty};
 use crate::cloud::base::outcome::CloudError;
 use crate::cloud::base::paging::Pager;
 use crate::cloud::base::request::Req;
-use crate::cloud::client::{Client, RoundListeners};
+use crate::cloud::client::{Client, Groups, Round};
 use crate::cloud::transport::Call;
 use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, LoadBalancer, ServerGroup};
 use crate::vocab::provider::Provider;
@@ -52,6 +52,7 @@ pub(crate) fn batch(id: &str) -> (&'static str, usize) {
 pub(crate) async fn fetch_many(
     call: &Call<'_>,
     ids: &[String],
+    round: &Round,
 ) -> Result<Vec<LoadBalancer>, CloudError> {
     let nlb = ids.iter().all(|id| id.starts_with("nlb-"));
     let mut lbs = Vec::new();
@@ -168,12 +169,19 @@ pub(crate) async fn fetch_many(
         }
     }
     if nlb {
-        // One list per VPC, shared by the NLBs in it.
+        // One list per VPC a round, shared by the NLBs in it (and by their facts in memory).
         let mut vpcs: Vec<String> = lbs.iter().filter_map(|lb| lb.vpc_id.clone()).collect();
         vpcs.sort();
         vpcs.dedup();
         for vpc in vpcs {
-            let groups = server_groups(call, &vpc).await?;
+            let groups = match round.groups(&vpc) {
+                Some(groups) => groups,
+                None => {
+                    let groups = server_groups(call, &vpc).await?;
+                    round.keep_groups(&vpc, groups.clone());
+                    groups
+                }
+            };
             for lb in lbs
                 .iter_mut()
                 .filter(|lb| lb.vpc_id.as_deref() == Some(&vpc))
@@ -187,7 +195,7 @@ pub(crate) async fn fetch_many(
 
 /// Every server group in `vpc`, paged; `None` (not known) when the list cannot be read to its
 /// end (too many pages, a page token twice): a call that fails is an error, never "none".
-async fn server_groups(call: &Call<'_>, vpc: &str) -> Result<Option<Vec<ServerGroup>>, CloudError> {
+async fn server_groups(call: &Call<'_>, vpc: &str) -> Result<Groups, CloudError> {
     let mut pager = Pager::new(format!("server groups of {vpc}"));
     let mut token: Option<String> = None;
     let mut groups = Vec::new();
@@ -210,7 +218,7 @@ async fn server_groups(call: &Call<'_>, vpc: &str) -> Result<Option<Vec<ServerGr
         }
         match pager.next(page["NextToken"].as_str().unwrap_or_default()) {
             Ok(Some(t)) => token = Some(t),
-            Ok(None) => return Ok(Some(groups)),
+            Ok(None) => return Ok(Some(groups.into())),
             Err(_) => return Ok(None),
         }
     }
@@ -477,9 +485,9 @@ impl Client for Alibaba {
         &'a self,
         call: &'a Call<'a>,
         ids: &'a [String],
-        _round: &'a RoundListeners,
+        round: &'a Round,
     ) -> BoxFuture<'a, Result<Vec<LoadBalancer>, CloudError>> {
-        Box::pin(fetch_many(call, ids))
+        Box::pin(fetch_many(call, ids, round))
     }
 }
 

@@ -18,7 +18,7 @@ use crate::cloud::base::fact::text;
 use crate::cloud::base::outcome::{CloudError, Reply, by_status, describe};
 use crate::cloud::base::paging::Pager;
 use crate::cloud::base::request::Req;
-use crate::cloud::client::{Client, RoundListeners};
+use crate::cloud::client::{Client, Round};
 use crate::cloud::transport::Call;
 use crate::vocab::lb::LoadBalancer;
 use crate::vocab::lb::{AddressType, LbKind};
@@ -252,7 +252,7 @@ impl Client for Ctyun {
         &'a self,
         call: &'a Call<'a>,
         ids: &'a [String],
-        _round: &'a RoundListeners,
+        _round: &'a Round,
     ) -> BoxFuture<'a, Result<Vec<LoadBalancer>, CloudError>> {
         Box::pin(fetch_many(call, ids))
     }

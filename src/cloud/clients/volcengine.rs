@@ -20,7 +20,7 @@ use crate::cloud::base::fact::{Fact, non_empty};
 use crate::cloud::base::outcome::CloudError;
 use crate::cloud::base::paging::Pager;
 use crate::cloud::base::request::Req;
-use crate::cloud::client::{ByLoadBalancer, Client, RoundListeners};
+use crate::cloud::client::{ByLoadBalancer, Client, Round};
 use crate::cloud::transport::Call;
 use crate::vocab::lb::{AddressType, LbKind, Listener, LoadBalancer};
 use crate::vocab::provider::Provider;
@@ -112,7 +112,7 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
     let attrs = match unplaced {
         Ok(attrs) => attrs,
         Err(first) => {
-            return match fetch_many(call, &[id.to_string()], &RoundListeners::default()).await {
+            return match fetch_many(call, &[id.to_string()], &Round::default()).await {
                 Ok(mut listed) => Ok(listed.pop().map_or(Fact::NotFound, Fact::Found)),
                 Err(e) => Err(first.unwrap_or(e)),
             };
@@ -129,7 +129,7 @@ pub(crate) async fn fetch(call: &Call<'_>, id: &str) -> Result<Fact, CloudError>
 pub(crate) async fn fetch_many(
     call: &Call<'_>,
     ids: &[String],
-    round: &RoundListeners,
+    round: &Round,
 ) -> Result<Vec<LoadBalancer>, CloudError> {
     let nlb = ids.iter().all(|id| id.starts_with("nlb-"));
     let query: Vec<(String, String)> = ids
@@ -296,7 +296,7 @@ impl Client for Volcengine {
         &'a self,
         call: &'a Call<'a>,
         ids: &'a [String],
-        round: &'a RoundListeners,
+        round: &'a Round,
     ) -> BoxFuture<'a, Result<Vec<LoadBalancer>, CloudError>> {
         Box::pin(fetch_many(call, ids, round))
     }
