@@ -417,7 +417,7 @@ fn edits_up_to_is_levenshtein_within_the_bound() {
             let d = strsim::levenshtein(a, b);
             for max in [0, 1, 4, 100] {
                 assert_eq!(
-                    super::edits_up_to(a, b, max),
+                    crate::rules::unknown::edits_up_to(a, b, max),
                     (d <= max).then_some(d),
                     "{a} / {b} / {max}"
                 );

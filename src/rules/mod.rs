@@ -9,6 +9,7 @@ pub mod listeners;
 mod plan;
 mod ports;
 pub mod reuse;
+mod unknown;
 
 use std::sync::LazyLock;
 

@@ -321,6 +321,10 @@ pub struct Entry {
     /// Where the controller reads it: paths and lines under the table's `codeBase`.
     #[serde(default)]
     pub code: Vec<String>,
+    /// ACK CLB: the listener protocols (lower case) whose API calls the controller puts the
+    /// value in; empty: every listener's, or not a listener parameter.
+    #[serde(default)]
+    pub clb_protocols: Vec<String>,
     /// Where sources disagree: which one lbguard follows, and why.
     pub reading: Option<String>,
     /// A documented name that nothing reads: the name the controller reads instead.

@@ -117,6 +117,41 @@ fn annotation_format_clb(#[case] key: &str, #[case] value: &str, #[case] want: E
     }
 }
 
+/// A CLB value the controller puts only in other protocols' listener calls
+/// (pkg/provider/alibaba/slb/listener.go:254-470 at eeb0ddc) is still refused as a typo, and
+/// the message says it is not used for this Service's protocols (`pp`: protocol-port).
+#[rstest]
+#[case::sticky_on_tcp("sticky-session", "maybe", "TCP", None, true)] // :330-470 HTTP/HTTPS only
+#[case::sticky_on_http("sticky-session", "maybe", "TCP", Some("http:80"), false)]
+#[case::cookie_timeout_on_udp("cookie-timeout", "0", "UDP", None, true)]
+#[case::cookie_timeout_on_https("cookie-timeout", "0", "TCP", Some("https:80"), false)]
+#[case::cookie_timeout_word_on_tcp("cookie-timeout", "ten", "TCP", None, false)] // clbv1/listeners.go:281-288 parses it for every listener
+#[case::persistence_on_http("persistence-timeout", "5000", "TCP", Some("http:80"), true)] // :254-302 TCP only
+#[case::persistence_on_tcp("persistence-timeout", "5000", "TCP", None, false)]
+#[case::drain_on_http("connection-drain", "yes", "TCP", Some("http:80"), true)] // :254-328 TCP/UDP
+#[case::drain_on_udp("connection-drain", "yes", "UDP", None, false)]
+#[case::scheduler_every_listener("scheduler", "roundrobin", "TCP", None, false)] // :198-253 every listener
+fn annotation_format_clb_not_used_for_protocol(
+    #[case] key: &str,
+    #[case] value: &str,
+    #[case] proto: &str,
+    #[case] pp: Option<&str>,
+    #[case] unused: bool,
+) {
+    let mut s = lb().port(80, proto).pa(Alibaba, key, value);
+    if let Some(pp) = pp {
+        s = s.pa(Alibaba, "protocol-port", pp);
+    }
+    let v = expect(&create(s), &cfg(""), "annotation-format", Deny);
+    let m = v.denial_message().unwrap();
+    assert!(m.contains(key), "{m}");
+    assert_eq!(
+        m.contains("is not used for this Service's protocols"),
+        unused,
+        "{m}"
+    );
+}
+
 /// NLB (`spec.loadBalancerClass: alibabacloud.com/nlb`) with zone-maps set, ports 80 and 443,
 /// as nlbv2 at eeb0ddc decides.
 #[rstest]

@@ -11,7 +11,7 @@
 //! nlbv2/loadbalancer.go:56-58 and :639-666 (zone-maps), nlbv2/server_groups.go:1389-1399.
 
 use super::value::{group_id_ok, names_service_port, protocol_ok};
-use crate::vocab::annotations::Table;
+use crate::vocab::annotations::{Entry, Table};
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::go;
@@ -71,7 +71,12 @@ fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
                 "the {controller} controller fails on every resync with \"{}\"",
                 t.replace("{value}", a.value).trim_end()
             ),
-            _ => format!("the {controller} controller or the cloud's API behind it cannot use it"),
+            _ => match unused_by(svc, cat, e, nlb) {
+                Some(unused) => unused,
+                None => {
+                    format!("the {controller} controller or the cloud's API behind it cannot use it")
+                }
+            },
         };
         out.push(
             annotation_field(a.key),
@@ -84,6 +89,34 @@ fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
             ),
         );
     }
+}
+
+/// When the CLB controller puts the value in no call it makes for this Service (it sends it
+/// only on listeners of other protocols, `pkg/provider/alibaba/slb/listener.go`), why it
+/// is still refused: a typo guard, the value fails once such a listener is added.
+fn unused_by(svc: Svc, cat: &Catalog, e: &Entry, nlb: bool) -> Option<String> {
+    if nlb || e.clb_protocols.is_empty() {
+        return None;
+    }
+    let listeners = crate::providers::api::listeners(cat, svc);
+    if listeners
+        .iter()
+        .any(|l| e.clb_protocols.contains(&l.protocol))
+    {
+        return None;
+    }
+    let mut have: Vec<&str> = listeners.iter().map(|l| l.protocol.as_str()).collect();
+    have.sort_unstable();
+    have.dedup();
+    Some(format!(
+        "the CLB controller sends it only on {} listeners and this Service has none (its listeners: {}), so the value is not used for this Service's protocols; it is refused as a typo that fails once such a listener is added",
+        e.clb_protocols.join("/").to_ascii_uppercase(),
+        if have.is_empty() {
+            "none".to_string()
+        } else {
+            have.join(", ").to_ascii_uppercase()
+        }
+    ))
 }
 
 #[derive(Clone, Copy)]

@@ -1,0 +1,100 @@
+//! `unknown-annotation`: a key under a provider's prefix that its controller does not read,
+//! with the known key it most likely misspells.
+
+use crate::vocab::catalog::{Catalog, annotation_field};
+use crate::vocab::ctx::{Ctx, Findings};
+
+/// Suggests the known key closest to `key`, if one is close enough to be a typo.
+fn closest(key: &str, cat: &Catalog) -> Option<String> {
+    let names = || {
+        cat.table()
+            .annotations
+            .iter()
+            .filter(|e| e.instead.is_none())
+            .map(|e| e.name.as_str())
+    };
+    let lower = key.to_ascii_lowercase();
+    // Under the current prefix only the suffixes differ (the prefix is lower case), so the
+    // names are compared as they are, without building and lowering each full key.
+    let (lower, prefixed) = match lower.strip_prefix(cat.prefix) {
+        Some(suffix) if key.starts_with(cat.prefix) => (suffix.to_string(), false),
+        _ => (lower, true),
+    };
+    names()
+        .filter_map(|name| {
+            let d = if prefixed {
+                edits_up_to(&lower, &cat.key(name).to_ascii_lowercase(), TYPO)?
+            } else if name.bytes().any(|b| b.is_ascii_uppercase()) {
+                edits_up_to(&lower, &name.to_ascii_lowercase(), TYPO)?
+            } else {
+                edits_up_to(&lower, name, TYPO)?
+            };
+            Some((d, name))
+        })
+        .min_by_key(|(d, _)| *d)
+        .map(|(_, name)| cat.key(name))
+}
+
+/// The most edits a misspelt key is away from the one meant.
+const TYPO: usize = 4;
+
+/// The Levenshtein distance of `a` and `b` when it is at most `max`. A shared prefix or
+/// suffix changes no distance, and keys share a long one (the provider's prefix), so only
+/// what differs is compared: a table of some 200 keys made a misspelt annotation cost
+/// several million instructions per admission.
+pub(super) fn edits_up_to(a: &str, b: &str, max: usize) -> Option<usize> {
+    let pre: usize = a
+        .chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let (a, b) = (&a[pre..], &b[pre..]);
+    let suf: usize = a
+        .chars()
+        .rev()
+        .zip(b.chars().rev())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x.len_utf8())
+        .sum();
+    let (a, b) = (&a[..a.len() - suf], &b[..b.len() - suf]);
+    // At least one edit per character of difference in length.
+    if a.chars().count().abs_diff(b.chars().count()) > max {
+        return None;
+    }
+    Some(strsim::levenshtein(a, b)).filter(|d| *d <= max)
+}
+
+pub(super) fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
+    let Some(anns) = ctx.new.and_then(|s| s.annotations()) else {
+        return;
+    };
+    let extra = ctx.config.known_annotations.get(&cat.provider);
+    for key in anns.keys().filter(|k| cat.claims_key(k)) {
+        let known = cat.prefixes().any(|p| {
+            key.strip_prefix(p)
+                .is_some_and(|s| cat.knows(s) || extra.is_some_and(|e| e.iter().any(|x| x == s)))
+        });
+        if known {
+            continue;
+        }
+        let instead = cat.prefixes().find_map(|p| {
+            let e = cat.table().get(key.strip_prefix(p)?)?;
+            Some(format!("{p}{}", e.instead.as_deref()?))
+        });
+        if let Some(real) = instead {
+            out.push(
+                annotation_field(key),
+                format!("{key} is documented but the {} cloud controller reads {real} instead, so it has no effect; rename it to {real}", cat.provider),
+            );
+            continue;
+        }
+        let hint = closest(key, cat)
+            .map(|k| format!("; did you mean \"{k}\"?"))
+            .unwrap_or_else(|| "; annotation names are case sensitive, check the spelling in the provider's documentation (or list it under knownAnnotations in the config)".into());
+        out.push(
+            annotation_field(key),
+            format!("{key} is not an annotation the {} cloud controller reads, so it has no effect{hint}", cat.provider),
+        );
+    }
+}
