@@ -142,6 +142,7 @@ mod tests {
             error: None,
             nlb_error: None,
             code: Vec::new(),
+            clb_protocols: Vec::new(),
             reading: None,
             instead: None,
         };

@@ -74,7 +74,9 @@ fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
             _ => match unused_by(svc, cat, e, nlb) {
                 Some(unused) => unused,
                 None => {
-                    format!("the {controller} controller or the cloud's API behind it cannot use it")
+                    format!(
+                        "the {controller} controller or the cloud's API behind it cannot use it"
+                    )
                 }
             },
         };
