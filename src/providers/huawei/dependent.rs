@@ -80,6 +80,22 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
             format!("{}: \"{}\" has a tls entry but {} is not set: the ELB creates no TLS listener without a server certificate; add the ELB certificate id as {}, or use tcp", pp.key, pp.value, cat.key("cert-id"), cat.key("cert-id")),
         );
     }
+    // "共享型LB上的HTTP和TERMINATED_HTTPS监听器不支持设置21端口" (huaweicloudsdkelb 3.1.219
+    // v3/model/create_listener_option.py protocol_port); a shared ELB's https listener is a
+    // TERMINATED_HTTPS one (create_listener_option.py protocol).
+    if let Some(pp) = cat.get(new, "protocol-port")
+        && super::catalog::shared_elb(new)
+        && !super::listeners::skipping(cat, new)
+        && let Some((p, _, e)) = protocol_entries(pp.value)
+            .0
+            .into_iter()
+            .find(|(p, port, _)| matches!(*p, "http" | "https") && *port == Some(21))
+    {
+        out.push(
+            annotation_field(pp.key),
+            format!("{}: entry \"{e}\" asks for an {p} listener on port 21, which a shared ELB (elb.class: union, the default) does not take on HTTP or HTTPS listeners; use another Service port, tcp:21, or a dedicated ELB (elb.class: performance)", pp.key),
+        );
+    }
     // Request and response timeouts exist on HTTP/HTTPS listeners only: "Request timeout |
     // Dedicated and shared | Only HTTP and HTTPS are supported", the same for the response timeout
     // (OTC-0729 :34-37; "available only after HTTP/HTTPS is enabled on ports", :81-92), and the ELB
@@ -184,6 +200,23 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
                 pp.value,
                 cat.key("cert-id"),
                 cat.key("cert-id")
+            ),
+        )
+        .same_when(pp.value.clone()),
+    );
+    let port_s = "e.trim().substring(e.trim().indexOf(':') + 1).trim()";
+    out.push(
+        CelCheck::new(
+            format!(
+                "{} && {} && !{} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in ['http', 'https'] && {port_s}.matches('^[+-]?[0-9]{{1,10}}$') && int({port_s}) == 21)",
+                pp.present,
+                super::catalog::shared_elb_cel(cat),
+                super::listeners::skipping_cel(cat),
+                pp.value,
+            ),
+            format!(
+                "'[dependent-annotations] ' + {} + ': an http or https entry on port 21 is not taken by a shared ELB (elb.class: union, the default); use another port, tcp:21, or a dedicated ELB'",
+                pp.key
             ),
         )
         .same_when(pp.value.clone()),

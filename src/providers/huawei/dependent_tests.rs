@@ -67,6 +67,13 @@ fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
 #[case::tls_blank_cert(&[("protocol-port", "tls:80"), ("cert-id", " ")], Deny)]
 #[case::tls_with_cert(&[("protocol-port", "tls:80"), ("cert-id", "c-1")], Pass)]
 #[case::tcp_without_cert(&[("protocol-port", "tcp:80")], Pass)]
+// SDK create_listener_option.py protocol_port: a shared ELB takes no HTTP/HTTPS listener on 21.
+#[case::shared_http_21(&[("class", "union"), ("protocol-port", "http:21")], Deny)]
+#[case::shared_https_21(&[("class", "union"), ("protocol-port", "https:21"), ("cert-id", "c-1")], Deny)]
+#[case::shared_http_22(&[("class", "union"), ("protocol-port", "http:22")], Pass)]
+#[case::shared_tcp_21(&[("class", "union"), ("protocol-port", "tcp:21")], Pass)]
+#[case::dedicated_http_21(&[("class", "performance"), ("protocol-port", "http:21")], Pass)]
+#[case::unknown_class_http_21(&[("protocol-port", "http:21")], Pass)]
 #[case::tls_skip_managed(&[("protocol-port", "tls:80"), ("skip-managed-listener", "true")], Pass)]
 fn huawei_dependent(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
     expect(&create(svc(pairs)), &cfg(V), RULE, want);

@@ -37,16 +37,13 @@ pub fn keepalive(value: &str, svc: Svc) -> Vec<String> {
     // says so for Services: "Idle timeout | Shared | UDP is not supported" (opentelekomcloud-docs/
     // cloud-container-engine@4863737:umn/source/networking/services/loadbalancer/
     // configuring_timeout_for_a_loadbalancer_service.rst:20-37, Table 13 of OTC-0385:576-582
-    // "UDP listeners (supported only by dedicated load balancers)"). Only an explicit
-    // `elb.class: union` is read as shared: the class of an ELB given by id without the
-    // annotation is not known here.
-    let shared = super::catalog::CATALOG
-        .get(svc, "class")
-        .is_some_and(|a| a.value == "union");
+    // "UDP listeners (supported only by dedicated load balancers)"). Shared: `elb.class: union`,
+    // or an ELB CCE creates without a class (see `shared_elb`).
+    let shared = super::catalog::shared_elb(svc);
     let udp = ports(&["udp"]);
     if shared && !udp.is_empty() {
         out.push(format!(
-            "\"{value}\" cannot be applied: CCE sends keepalive_timeout to every listener, and a shared ELB (elb.class: union) takes none on its UDP listeners (ports {}); the ELB API refuses it. Remove the annotation, or use a dedicated ELB (elb.class: performance)",
+            "\"{value}\" cannot be applied: CCE sends keepalive_timeout to every listener, and a shared ELB (elb.class: union, the default) takes none on its UDP listeners (ports {}): CCE and the ELB API support it there only on TCP and HTTP/HTTPS listeners. Remove the annotation, or use a dedicated ELB (elb.class: performance)",
             udp.join(", ")
         ));
     }

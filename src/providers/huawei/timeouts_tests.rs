@@ -49,6 +49,9 @@ fn http() -> SvcBuilder {
 #[case::shared_udp_and_tcp(shared().port(53, "UDP"), "300", Deny)]
 #[case::shared_tcp(shared(), "300", Pass)]
 #[case::dedicated_udp(lb().pa(Huawei, "class", "performance").only_port(53, "UDP"), "300", Pass)]
+// An ELB CCE creates without a class is shared (OTC-0385:51, the default union).
+#[case::autocreate_no_class_udp(lb().pa(Huawei, "autocreate", r#"{"type":"inner"}"#).only_port(53, "UDP"), "300", Deny)]
+#[case::autocreate_dedicated_udp(lb().pa(Huawei, "autocreate", r#"{"type":"inner","available_zone":["z1"],"l4_flavor_name":"L4"}"#).pa(Huawei, "class", "performance").only_port(53, "UDP"), "300", Pass)]
 // The class of an ELB given by id alone is not known: not read as shared.
 #[case::no_class_udp(lb().pa(Huawei, "id", "elb-1").only_port(53, "UDP"), "300", Pass)]
 #[case::shared_udp_skip_managed(shared().only_port(53, "UDP").pa(Huawei, "id", "elb-1").pa(Huawei, "skip-managed-listener", "true"), "300", Pass)]
