@@ -37,7 +37,10 @@ pub fn keepalive(value: &str, svc: Svc) -> Vec<String> {
     // says so for Services: "Idle timeout | Shared | UDP is not supported" (opentelekomcloud-docs/
     // cloud-container-engine@4863737:umn/source/networking/services/loadbalancer/
     // configuring_timeout_for_a_loadbalancer_service.rst:20-37, Table 13 of OTC-0385:576-582
-    // "UDP listeners (supported only by dedicated load balancers)"). Shared: `elb.class: union`,
+    // "UDP listeners (supported only by dedicated load balancers)"); ELB's guide: "For shared load
+    // balancers, you can only change the timeout durations of TCP, HTTP, and HTTPS listeners, but
+    // cannot change the timeout durations of UDP listeners" (https://support.huaweicloud.com/intl/
+    // en-us/usermanual-elb/elb_ug_jt_0014.html; FAQ elb_faq_0309 likewise). Shared: `elb.class: union`,
     // or an ELB CCE creates without a class (see `shared_elb`).
     let shared = super::catalog::shared_elb(svc);
     let udp = ports(&["udp"]);
