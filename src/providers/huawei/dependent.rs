@@ -1,13 +1,20 @@
 //! `dependent-annotations` on Huawei: annotations CCE's table says go together, or must not
 //! (issue 39 notes, others.md). OTC-0385 = opentelekomcloud-docs/cloud-container-engine@4863737:
 //! umn/source/networking/services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
-//! HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html.
+//! HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html;
+//! OTC-0729 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/services/
+//! loadbalancer/configuring_timeout_for_a_loadbalancer_service.rst; OTC-0683 = the same at
+//! .../configuring_http_https_for_a_loadbalancer_service.rst.
 
 use crate::vocab::catalog::{Annot, Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
+use crate::vocab::checks::protocol_entries;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::rule::{CelCheck, VapCtx};
 use crate::vocab::service::Svc;
+
+/// Listener timeouts that only HTTP and HTTPS listeners take.
+const TIMEOUTS_L7: [&str; 2] = ["client_timeout", "member_timeout"];
 
 /// An annotation that is there with a non-empty value (empty reads as unset).
 fn set<'a>(cat: &Catalog, svc: Svc<'a>, name: &str) -> Option<Annot<'a>> {
@@ -52,6 +59,58 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
             annotation_field(mode.key),
             format!("{}: \"{}\" cannot go with {}: \"SOURCE_IP\": CCE does not enable sticky sessions on a source-IP-hash backend group (source IP hash already keeps a client on one backend); remove {}, or choose ROUND_ROBIN or LEAST_CONNECTIONS", mode.key, mode.value, alg.key, mode.key),
         );
+    }
+    // A TLS listener needs a server certificate, as an HTTPS one does (https-needs-cert):
+    // "If Frontend Protocol is set to HTTPS or TLS, you must select a server certificate", and
+    // elb.cert-id is "used as the TLS/HTTPS server certificate" (OTC-0683 :77, :148-159); the ELB
+    // API's default_tls_container_ref "当监听器协议为HTTPS、TLS或QUIC时，该字段必传"
+    // (huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py).
+    if let Some(pp) = cat.get(new, "protocol-port")
+        && protocol_entries(pp.value)
+            .0
+            .iter()
+            .any(|(p, _, _)| *p == "tls")
+        && cat
+            .get(new, "cert-id")
+            .is_none_or(|c| c.value.trim().is_empty())
+        && !super::listeners::skipping(cat, new)
+    {
+        out.push(
+            annotation_field(pp.key),
+            format!("{}: \"{}\" has a tls entry but {} is not set: the ELB creates no TLS listener without a server certificate; add the ELB certificate id as {}, or use tcp", pp.key, pp.value, cat.key("cert-id"), cat.key("cert-id")),
+        );
+    }
+    // "共享型LB上的HTTP和TERMINATED_HTTPS监听器不支持设置21端口" (huaweicloudsdkelb 3.1.219
+    // v3/model/create_listener_option.py protocol_port); a shared ELB's https listener is a
+    // TERMINATED_HTTPS one (create_listener_option.py protocol).
+    if let Some(pp) = cat.get(new, "protocol-port")
+        && super::catalog::shared_elb(new)
+        && !super::listeners::skipping(cat, new)
+        && let Some((p, _, e)) = protocol_entries(pp.value)
+            .0
+            .into_iter()
+            .find(|(p, port, _)| matches!(*p, "http" | "https") && *port == Some(21))
+    {
+        out.push(
+            annotation_field(pp.key),
+            format!("{}: entry \"{e}\" asks for an {p} listener on port 21, which a shared ELB (elb.class: union, the default) does not take on HTTP or HTTPS listeners; use another Service port, tcp:21, or a dedicated ELB (elb.class: performance)", pp.key),
+        );
+    }
+    // Request and response timeouts exist on HTTP/HTTPS listeners only: "Request timeout |
+    // Dedicated and shared | Only HTTP and HTTPS are supported", the same for the response timeout
+    // (OTC-0729 :34-37; "available only after HTTP/HTTPS is enabled on ports", :81-92), and the ELB
+    // API's client_timeout and member_timeout: "仅协议为HTTP/HTTPS的监听器支持该字段" (huaweicloudDocs/
+    // elb@1d83a96:cn.zh-cn/API参考/创建监听器.md:343-376; huaweicloudsdkelb 3.1.219
+    // v3/model/create_listener_option.py). Without managed listeners CCE sends neither (seed 003).
+    if !super::layer7(cat, new) && !super::listeners::skipping(cat, new) {
+        for name in TIMEOUTS_L7 {
+            if let Some(t) = set(cat, new, name) {
+                out.push(
+                    annotation_field(t.key),
+                    format!("{}: \"{}\" needs an HTTP or HTTPS listener, but {} has no http or https entry, so every listener is TCP or UDP and the ELB takes no {name} on it (CCE: only HTTP and HTTPS are supported); add e.g. {}: \"http:{}\", or remove {}", t.key, t.value, cat.key("protocol-port"), cat.key("protocol-port"), new.port_numbers().next().unwrap_or(80), t.key),
+                );
+            }
+        }
     }
     // OTC-0385 Table 11: an IP address group id needs "both kubernetes.io/elb.acl-status and
     // kubernetes.io/elb.acl-type" (an empty acl-id allows every IP and needs neither).
@@ -125,6 +184,60 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         )
         .same_when("'w2'"),
     ];
+    let (pp, cert) = (a("protocol-port"), a("cert-id"));
+    out.push(
+        CelCheck::new(
+            format!(
+                "{} && (!{} || {}.trim() == '') && !{}",
+                super::conditions::protocol_in_cel(cat, &["tls"]),
+                cert.present,
+                cert.value,
+                super::listeners::skipping_cel(cat)
+            ),
+            format!(
+                "'[dependent-annotations] ' + {} + ': \"' + {} + '\" has a tls entry but {} is not set; add the ELB certificate id as {}, or use tcp'",
+                pp.key,
+                pp.value,
+                cat.key("cert-id"),
+                cat.key("cert-id")
+            ),
+        )
+        .same_when(pp.value.clone()),
+    );
+    let port_s = "e.trim().substring(e.trim().indexOf(':') + 1).trim()";
+    out.push(
+        CelCheck::new(
+            format!(
+                "{} && {} && !{} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in ['http', 'https'] && {port_s}.matches('^[+-]?[0-9]{{1,10}}$') && int({port_s}) == 21)",
+                pp.present,
+                super::catalog::shared_elb_cel(cat),
+                super::listeners::skipping_cel(cat),
+                pp.value,
+            ),
+            format!(
+                "'[dependent-annotations] ' + {} + ': an http or https entry on port 21 is not taken by a shared ELB (elb.class: union, the default); use another port, tcp:21, or a dedicated ELB'",
+                pp.key
+            ),
+        )
+        .same_when(pp.value.clone()),
+    );
+    let http = super::conditions::protocol_in_cel(cat, &["http", "https"]);
+    let skipping = super::listeners::skipping_cel(cat);
+    for name in TIMEOUTS_L7 {
+        let t = a(name);
+        out.push(
+            CelCheck::new(
+                format!("{} && !{http} && !{skipping}", set(name)),
+                format!(
+                    "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs an HTTP or HTTPS listener (an http or https entry in {}); add one, or remove it'",
+                    t.key,
+                    t.value,
+                    cat.key("protocol-port")
+                ),
+            )
+            .same_when(t.value.clone()),
+        );
+    }
     for need in ["acl-status", "acl-type"] {
         out.push(
             CelCheck::new(

@@ -1,6 +1,9 @@
 //! Sources: OTC-0385 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/
 //! networking/services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
-//! HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html.
+//! HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html;
+//! OTC-0729 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/services/
+//! loadbalancer/configuring_timeout_for_a_loadbalancer_service.rst; OTC-0683 = the same at
+//! .../configuring_http_https_for_a_loadbalancer_service.rst.
 
 use rstest::rstest;
 
@@ -48,6 +51,30 @@ fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
 #[case::acl_empty_type(&[("acl-id", "ipg-1"), ("acl-status", "on"), ("acl-type", "")], Deny)]
 #[case::acl_id_empty(&[("acl-id", "")], Pass)]
 #[case::status_and_type_alone(&[("acl-status", "on"), ("acl-type", "white")], Pass)]
+// OTC-0729 :34-37 and the ELB API (创建监听器.md:343-376 "仅协议为HTTP/HTTPS的监听器支持该字段"):
+// client_timeout and member_timeout need an HTTP or HTTPS listener.
+#[case::client_timeout_tcp(&[("client_timeout", "60")], Deny)]
+#[case::member_timeout_tcp(&[("member_timeout", "60")], Deny)]
+#[case::client_timeout_http(&[("client_timeout", "60"), ("protocol-port", "http:80")], Pass)]
+#[case::member_timeout_https(&[("member_timeout", "60"), ("protocol-port", "https:80"), ("cert-id", "c-1")], Pass)]
+#[case::timeouts_tcp_entry(&[("client_timeout", "60"), ("protocol-port", "tcp:80")], Deny)]
+#[case::client_timeout_empty(&[("client_timeout", "")], Pass)]
+#[case::timeouts_skip_managed(&[("client_timeout", "60"), ("skip-managed-listener", "true")], Pass)]
+#[case::keepalive_tcp(&[("keepalive_timeout", "60")], Pass)]
+// OTC-0683 :77, :148-159 and the ELB API (default_tls_container_ref 必传 for TLS): a tls entry
+// needs elb.cert-id.
+#[case::tls_without_cert(&[("protocol-port", "tls:80")], Deny)]
+#[case::tls_blank_cert(&[("protocol-port", "tls:80"), ("cert-id", " ")], Deny)]
+#[case::tls_with_cert(&[("protocol-port", "tls:80"), ("cert-id", "c-1")], Pass)]
+#[case::tcp_without_cert(&[("protocol-port", "tcp:80")], Pass)]
+// SDK create_listener_option.py protocol_port: a shared ELB takes no HTTP/HTTPS listener on 21.
+#[case::shared_http_21(&[("class", "union"), ("protocol-port", "http:21")], Deny)]
+#[case::shared_https_21(&[("class", "union"), ("protocol-port", "https:21"), ("cert-id", "c-1")], Deny)]
+#[case::shared_http_22(&[("class", "union"), ("protocol-port", "http:22")], Pass)]
+#[case::shared_tcp_21(&[("class", "union"), ("protocol-port", "tcp:21")], Pass)]
+#[case::dedicated_http_21(&[("class", "performance"), ("protocol-port", "http:21")], Pass)]
+#[case::unknown_class_http_21(&[("protocol-port", "http:21")], Pass)]
+#[case::tls_skip_managed(&[("protocol-port", "tls:80"), ("skip-managed-listener", "true")], Pass)]
 fn huawei_dependent(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
     expect(&create(svc(pairs)), &cfg(V), RULE, want);
 }

@@ -256,3 +256,26 @@ fn turbo_cluster_policy(#[case] flavor: &str, #[case] etp: &str, #[case] want: E
     let config = cfg(&format!("{V}  flavor: {flavor}\n"));
     expect(&create(s), &config, "turbo-cluster-policy", want);
 }
+
+fn cert_ids(n: usize) -> String {
+    (1..=n)
+        .map(|i| format!("cert-{i}"))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// elb.tls-certificate-ids becomes the HTTPS listener's sni_container_refs, "取值范围：0-50个"
+/// (huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py).
+#[rstest]
+#[case::one(cert_ids(1), Pass)]
+#[case::fifty(cert_ids(50), Pass)]
+#[case::fifty_one(cert_ids(51), Deny)]
+#[case::blank_entry("cert-1,,cert-2".to_string(), Deny)]
+fn sni_certificate_count(#[case] value: String, #[case] want: Expect) {
+    let s = lb()
+        .only_port(443, "TCP")
+        .pa(Huawei, "protocol-port", "https:443")
+        .pa(Huawei, "cert-id", "cert-0")
+        .pa(Huawei, "tls-certificate-ids", &value);
+    expect(&create(s), &cfg(V), "annotation-value-format", want);
+}

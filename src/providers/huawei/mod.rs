@@ -10,6 +10,7 @@ mod conditions;
 mod dependent;
 mod listeners;
 mod options;
+mod tags;
 mod timeouts;
 
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};

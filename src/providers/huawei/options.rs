@@ -57,6 +57,9 @@ pub fn json_fields(name: &str, value: &str, svc: Svc) -> Vec<String> {
     if name == "keepalive_timeout" {
         return super::timeouts::keepalive(value, svc);
     }
+    if name == "tags" {
+        return super::tags::tags(value, svc);
+    }
     if !matches!(
         name,
         "health-check-option" | "health-check-options" | "session-affinity-option"

@@ -1,6 +1,8 @@
 //! Sources: SDK = PyPI huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py
 //! keepalive_timeout ("TCP、UDP和IP监听器：10-4000s ... HTTP、HTTPS和TERMINATED_HTTPS监听器：0-4000s");
-//! FAQ = https://support.huaweicloud.com/intl/en-us/elb_faq/elb_faq_0309.html; OTC-0385 Table 13.
+//! FAQ = https://support.huaweicloud.com/intl/en-us/elb_faq/elb_faq_0309.html; OTC-0385 Table 13;
+//! OTC-0729 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/services/
+//! loadbalancer/configuring_timeout_for_a_loadbalancer_service.rst:20-37.
 
 use rstest::rstest;
 
@@ -9,6 +11,10 @@ use crate::testkit::{Expect, Expect::*, SvcBuilder, cfg, create, expect, lb};
 
 const V: &str = "cluster:\n  version: v1.31.14-r50\n";
 const RULE: &str = "annotation-value-format";
+
+fn shared() -> SvcBuilder {
+    lb().pa(Huawei, "class", "union")
+}
 
 fn http() -> SvcBuilder {
     lb().pa(Huawei, "protocol-port", "http:80")
@@ -37,6 +43,18 @@ fn http() -> SvcBuilder {
 // Without managed listeners CCE sends no keepalive_timeout (seed 003).
 #[case::skip_managed(lb().pa(Huawei, "id", "elb-1").pa(Huawei, "skip-managed-listener", "true"), "0", Pass)]
 #[case::not_a_number(lb(), "ten", Deny)]
+// A shared ELB's UDP listener takes no keepalive_timeout (SDK 约束限制 "共享型实例的UDP监听器不支持此
+// 字段"; OTC-0729 "Idle timeout | Shared | UDP is not supported"); a dedicated one takes 10-4000.
+#[case::shared_udp(shared().only_port(53, "UDP"), "300", Deny)]
+#[case::shared_udp_and_tcp(shared().port(53, "UDP"), "300", Deny)]
+#[case::shared_tcp(shared(), "300", Pass)]
+#[case::dedicated_udp(lb().pa(Huawei, "class", "performance").only_port(53, "UDP"), "300", Pass)]
+// An ELB CCE creates without a class is shared (OTC-0385:51, the default union).
+#[case::autocreate_no_class_udp(lb().pa(Huawei, "autocreate", r#"{"type":"inner"}"#).only_port(53, "UDP"), "300", Deny)]
+#[case::autocreate_dedicated_udp(lb().pa(Huawei, "autocreate", r#"{"type":"inner","available_zone":["z1"],"l4_flavor_name":"L4"}"#).pa(Huawei, "class", "performance").only_port(53, "UDP"), "300", Pass)]
+// The class of an ELB given by id alone is not known: not read as shared.
+#[case::no_class_udp(lb().pa(Huawei, "id", "elb-1").only_port(53, "UDP"), "300", Pass)]
+#[case::shared_udp_skip_managed(shared().only_port(53, "UDP").pa(Huawei, "id", "elb-1").pa(Huawei, "skip-managed-listener", "true"), "300", Pass)]
 fn keepalive_per_listener(#[case] s: SvcBuilder, #[case] value: &str, #[case] want: Expect) {
     expect(
         &create(s.pa(Huawei, "keepalive_timeout", value)),
