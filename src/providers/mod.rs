@@ -41,7 +41,7 @@ pub fn defaults(p: Provider, ctx: &Ctx) -> Vec<Proposed> {
 pub fn json_fields(p: Provider, name: &str, value: &str, svc: Svc) -> Vec<String> {
     match p {
         Provider::Huawei => huawei::json_fields(name, value, svc),
-        Provider::Volcengine => volcengine::value_limits(name, value),
+        Provider::Volcengine => volcengine::value_limits(&volcengine::CATALOG, name, value, svc),
         _ => Vec::new(),
     }
 }

@@ -15,6 +15,7 @@ use regex::Regex;
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::rule::CelCheck;
+use crate::vocab::service::Svc;
 
 /// CLB-NAME: 1-128 characters (the regex counts characters, as CEL's `matches` does), the
 /// first a letter, digit or Chinese character (Unicode script Han, which RE2 and Rust's regex
@@ -44,11 +45,18 @@ fn name_char(c: char, first: bool) -> bool {
         || HAN.is_match(c.encode_utf8(&mut [0u8; 4]))
 }
 
-/// The problems of `value` for annotation `name` (without the prefix) that its table format
-/// cannot say; none for other annotations. Empty is no name (the controller makes one up:
-/// volcengine-cloud-controller-manager docs/zh/usage_zh.md:8), so it passes.
-pub fn value_limits(name: &str, value: &str) -> Vec<String> {
-    if name != "name" || value.is_empty() || NAME.is_match(value) {
+/// The problems of `value` for annotation `name` (without the prefix) on `svc` that its table
+/// format cannot say; none for other annotations. Empty is no name (the controller makes one
+/// up: volcengine-cloud-controller-manager docs/zh/usage_zh.md:8), so it passes. With `-id` the
+/// controller reuses a load balancer and creates none, so the name reaches no API: not checked.
+pub fn value_limits(cat: &Catalog, name: &str, value: &str, svc: Svc) -> Vec<String> {
+    if name != "name"
+        || value.is_empty()
+        || NAME.is_match(value)
+        || cat
+            .get(svc, "id")
+            .is_some_and(|a| !a.value.trim().is_empty())
+    {
         return Vec::new();
     }
     let n = value.chars().count();
@@ -72,15 +80,20 @@ pub fn value_limits(name: &str, value: &str) -> Vec<String> {
 
 /// The CEL of `value_limits` (`annotation-value-format`'s exported policy).
 pub fn value_limits_cel(cat: &Catalog) -> Vec<CelCheck> {
-    let a = catalog_annotation(cat, "name");
+    let (a, id) = (
+        catalog_annotation(cat, "name"),
+        catalog_annotation(cat, "id"),
+    );
     vec![
         CelCheck::new(
             format!(
-                "{} && {} != '' && !{}.matches({})",
+                "{} && {} != '' && !{}.matches({}) && !({} && {}.trim() != '')",
                 a.present,
                 a.value,
                 a.value,
-                cel::lit(NAME_PATTERN)
+                cel::lit(NAME_PATTERN),
+                id.present,
+                id.value
             ),
             format!(
                 "'[annotation-value-format] ' + {} + ' is \"' + {} + '\": {}; {}'",

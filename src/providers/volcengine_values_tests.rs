@@ -44,6 +44,17 @@ fn clb_name(#[case] value: &str, #[case] want: Expect) {
     expect(&create(new_clb("name", value)), &cfg(VOLC), RULE, want);
 }
 
+/// With `-id` the controller reuses a load balancer and creates no CLB: the name reaches no
+/// API, so it is not held to LoadBalancerName's limits.
+#[rstest]
+#[case::reused_clb("clb-1", Pass)]
+#[case::reused_nlb("nlb-1", Pass)]
+#[case::blank_id(" ", Deny)]
+fn clb_name_only_for_a_new_clb(#[case] id: &str, #[case] want: Expect) {
+    let s = new_clb("name", "web/clb").pa(Volcengine, "id", id);
+    expect(&create(s), &cfg(VOLC), RULE, want);
+}
+
 /// The message names the annotation, the value, what the API takes and the fix.
 #[test]
 fn clb_name_message() {
