@@ -1,9 +1,12 @@
 //! `dependent-annotations` on Volcengine: the parameters of CreateLoadBalancer, which the
 //! controller calls only when no `-id` names a load balancer to reuse (issue 39 notes,
-//! others.md). VCCM = volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md
+//! others.md), and the access control of the CLB listeners it makes (new or reused CLB).
+//! VCCM = volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md
 //! (VCCM-ZH: docs/zh/usage_zh.md); CLB-API = https://www.volcengine.com/docs/6406/71769
 //! (CreateLoadBalancer); SDK = PyPI volcengine-python-sdk 5.0.54
-//! volcenginesdkclb/models/create_load_balancer_request.py.
+//! volcenginesdkclb/models/create_load_balancer_request.py; CLB-ACL =
+//! https://docs.byteplus.com/en/docs/clb/Access-control-list-01 ("Each ACL-enabled listener
+//! must be associated with at least one ACL").
 
 use crate::vocab::catalog::{Annot, Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
@@ -16,8 +19,26 @@ fn set<'a>(cat: &Catalog, svc: Svc<'a>, name: &str) -> Option<Annot<'a>> {
     cat.get(svc, name).filter(|a| !a.value.trim().is_empty())
 }
 
+/// An `nlb-` id: the NLB API's listeners take no ACL parameters (SDK
+/// create_nlb_listener_request.py), so the ACL annotations are not sent for it.
+fn reuses_nlb(cat: &Catalog, svc: Svc) -> bool {
+    set(cat, svc, "id").is_some_and(|a| a.value.starts_with("nlb-"))
+}
+
 pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
+    // CLB-ACL: a listener with access control on needs at least one ACL (CreateListener and
+    // ModifyListenerAttributes AclStatus=on with AclIds); VCCM:29-31 documents the three.
+    if let Some(status) = cat.get(new, "acl-status")
+        && status.value == "on"
+        && set(cat, new, "acl-id").is_none()
+        && !reuses_nlb(cat, new)
+    {
+        out.push(
+            annotation_field(status.key),
+            format!("{}: \"on\" needs {}: a CLB listener with access control on must be associated with at least one ACL (BytePlus CLB access control overview), so the CLB API refuses AclStatus on without AclIds; add up to 5 ACL ids, e.g. {}: \"acl-3cj44nv0jhhxc6c6rrtet****\", or set {} to \"off\"", status.key, cat.key("acl-id"), cat.key("acl-id"), status.key),
+        );
+    }
     // A reused CLB or NLB: no CreateLoadBalancer, none of these parameters is sent.
     if set(cat, new, "id").is_some() {
         return;
@@ -59,7 +80,26 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         catalog_annotation(cat, "master-zone-id"),
         catalog_annotation(cat, "slave-zone-id"),
     );
+    let (acl_status, own_id) = (
+        catalog_annotation(cat, "acl-status"),
+        catalog_annotation(cat, "id"),
+    );
     Ok(vec![
+        CelCheck::new(
+            format!(
+                "{} && {} == 'on' && !{} && !({id} && {}.startsWith('nlb-'))",
+                acl_status.present,
+                acl_status.value,
+                set("acl-id"),
+                own_id.value
+            ),
+            cel::lit(&format!(
+                "[dependent-annotations] {}: \"on\" needs {}: a CLB listener with access control on must be associated with at least one ACL, so the CLB API refuses AclStatus on without AclIds; add up to 5 ACL ids, or set it to \"off\"",
+                cat.key("acl-status"),
+                cat.key("acl-id")
+            )),
+        )
+        .same_when("'w3'"),
         CelCheck::new(
             format!("!{id} && !{}", set("subnet-id")),
             cel::lit(&format!(

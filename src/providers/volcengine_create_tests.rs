@@ -42,3 +42,34 @@ fn volcengine_create_parameters(#[case] pairs: &[(&str, &str)], #[case] want: Ex
 fn live_clb_without_subnet_ratchets() {
     expect(&update(svc(&[]), svc(&[])), &cfg(VOLC), RULE, Warn);
 }
+
+/// CLB-ACL = https://docs.byteplus.com/en/docs/clb/Access-control-list-01: "Each ACL-enabled
+/// listener must be associated with at least one ACL"; VCCM:29-31 documents acl-status, acl-type
+/// and acl-id. The NLB API's listeners take no ACL (SDK create_nlb_listener_request.py).
+#[rstest]
+#[case::on_with_ids(&[("id", "clb-1"), ("acl-status", "on"), ("acl-type", "white"), ("acl-id", "acl-1")], Pass)]
+#[case::on_without_ids(&[("id", "clb-1"), ("acl-status", "on"), ("acl-type", "white")], Deny)]
+#[case::on_empty_ids(&[("id", "clb-1"), ("acl-status", "on"), ("acl-id", "")], Deny)]
+#[case::on_new_clb(&[("subnet-id", "subnet-1"), ("acl-status", "on")], Deny)]
+#[case::off_without_ids(&[("id", "clb-1"), ("acl-status", "off")], Pass)]
+#[case::ids_without_status(&[("id", "clb-1"), ("acl-id", "acl-1")], Pass)]
+#[case::nlb_sends_no_acl(&[("id", "nlb-1"), ("acl-status", "on")], Pass)]
+fn volcengine_acl_needs_ids(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
+    expect(&create(svc(pairs)), &cfg(VOLC), RULE, want);
+}
+
+#[test]
+fn volcengine_acl_message() {
+    let v = expect(
+        &create(svc(&[("id", "clb-1"), ("acl-status", "on")])),
+        &cfg(VOLC),
+        RULE,
+        Deny,
+    );
+    let msg = v.denial_message().unwrap();
+    assert!(
+        msg.contains("volcengine-loadbalancer-acl-status: \"on\" needs service.beta.kubernetes.io/volcengine-loadbalancer-acl-id")
+            && msg.contains("set service.beta.kubernetes.io/volcengine-loadbalancer-acl-status to \"off\""),
+        "{msg}"
+    );
+}

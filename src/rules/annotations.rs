@@ -146,6 +146,7 @@ fn annotation_value_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str
             );
         }
     }
+    out.extend(crate::providers::json_fields_cel(cat));
     Ok(out)
 }
 
