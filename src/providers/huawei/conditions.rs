@@ -1,11 +1,22 @@
-//! CEL conditions the rules of `mod.rs` and `listeners` share: a protocol in
-//! `protocol-port`, and a cluster too old for a feature.
+//! Conditions the rules of `mod.rs`, `dependent` and `listeners` share: a protocol in
+//! `protocol-port` (and its CEL), and a cluster too old for a feature.
 
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel;
-use crate::vocab::checks::version_too_old;
+use crate::vocab::checks::{protocol_entries, version_too_old};
 use crate::vocab::rule::{CelCheck, VapCtx};
+use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
+
+/// Whether `protocol-port` has an http or https entry (a layer-7 listener).
+pub(super) fn layer7(cat: &Catalog, svc: Svc) -> bool {
+    cat.get(svc, "protocol-port").is_some_and(|a| {
+        protocol_entries(a.value)
+            .0
+            .iter()
+            .any(|(p, _, _)| *p == "http" || *p == "https")
+    })
+}
 
 /// CEL: `$s`'s protocol-port has an entry with one of `protocols`.
 pub(super) fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {

@@ -102,7 +102,7 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
     // API's client_timeout and member_timeout: "仅协议为HTTP/HTTPS的监听器支持该字段" (huaweicloudDocs/
     // elb@1d83a96:cn.zh-cn/API参考/创建监听器.md:343-376; huaweicloudsdkelb 3.1.219
     // v3/model/create_listener_option.py). Without managed listeners CCE sends neither (seed 003).
-    if !super::layer7(cat, new) && !super::listeners::skipping(cat, new) {
+    if !super::conditions::layer7(cat, new) && !super::listeners::skipping(cat, new) {
         for name in TIMEOUTS_L7 {
             if let Some(t) = set(cat, new, name) {
                 out.push(

@@ -15,17 +15,16 @@ mod timeouts;
 
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
-use crate::vocab::checks::{protocol_entries, require_version};
+use crate::vocab::checks::require_version;
 use crate::vocab::config::Flavor;
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::Provider;
 use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
-use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
 
 use autocreate::huawei_autocreate_valid;
 pub use catalog::{CATALOG, listener_protocols};
-use conditions::{cluster_gate_cel, protocol_in_cel};
+use conditions::{cluster_gate_cel, layer7, protocol_in_cel};
 pub use dependent::{dependent_annotations, dependent_annotations_cel};
 pub use listeners::skip_listener_supported;
 use listeners::{
@@ -184,15 +183,6 @@ pub static RULES: &[Rule] = &[
         Vap::Cel(turbo_cluster_policy_cel)
     ),
 ];
-
-fn layer7(cat: &Catalog, svc: Svc) -> bool {
-    cat.get(svc, "protocol-port").is_some_and(|a| {
-        protocol_entries(a.value)
-            .0
-            .iter()
-            .any(|(p, _, _)| *p == "http" || *p == "https")
-    })
-}
 
 fn http_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
