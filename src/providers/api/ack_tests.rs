@@ -98,6 +98,13 @@ fn clb_spec_is_not_checked_for_pay_by_lcu() {
 #[case::cipher_custom(&[("tls-cipher-policy", "spy-abc123")], F, Pass)]
 #[case::tcpssl_without_cert(&[("protocol-port", "tcpssl:80")], D, Deny)]
 #[case::tcpssl_with_cert(&[("protocol-port", "TCPSSL:80"), ("cert-id", "c-1")], D, Pass)]
+// CreateServerGroup/UpdateServerGroupAttribute: qch only for UDP backends (the server group
+// takes its listener's protocol, nlbv2/server_groups.go:87).
+#[case::qch_tcp(&[("scheduler", "qch")], F, Deny)]
+#[case::qch_tcpssl(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("scheduler", "QCH")], F, Deny)]
+#[case::qch_udp(&[("protocol-port", "udp:80"), ("scheduler", "qch")], F, Pass)]
+#[case::tch_tcp(&[("scheduler", "tch")], F, Pass)]
+#[case::wrr_tcp(&[("scheduler", "wrr")], F, Pass)]
 // CreateListener/UpdateListenerAttribute pages: only one server certificate, only one CA
 // certificate; nlbv2/listeners.go:208-213 splits both on ','.
 #[case::two_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1,c-2")], F, Deny)]
