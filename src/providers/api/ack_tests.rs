@@ -83,11 +83,14 @@ fn clb_spec_is_not_checked_for_pay_by_lcu() {
 #[case::same_zone_twice(&[("zone-maps", "cn-hangzhou-h:vsw-1,cn-hangzhou-h:vsw-2")], F, Deny)]
 #[case::empty_security_group(&[("security-group-ids", "sg-1,,sg-2")], F, Deny)]
 #[case::security_groups(&[("security-group-ids", "sg-1,sg-2")], F, Pass)]
-#[case::drain_9(&[("connection-drain", "on"), ("connection-drain-timeout", "9")], F, Deny)]
-#[case::drain_10(&[("connection-drain", "on"), ("connection-drain-timeout", "10")], F, Pass)]
+// CreateServerGroup pages: one says 10-900, another (and the SDK) 0-900: the widest.
+#[case::drain_0(&[("connection-drain", "on"), ("connection-drain-timeout", "0")], F, Pass)]
+#[case::drain_9(&[("connection-drain", "on"), ("connection-drain-timeout", "9")], F, Pass)]
 #[case::drain_900(&[("connection-drain", "On"), ("connection-drain-timeout", "900")], F, Pass)]
+#[case::drain_901(&[("connection-drain", "on"), ("connection-drain-timeout", "901")], F, Deny)]
 #[case::drain_off_0(&[("connection-drain", "off"), ("connection-drain-timeout", "0")], F, Pass)]
-#[case::drain_no_timeout(&[("connection-drain", "on")], D, Deny)]
+// servergroup.go:290-293 sends 0 for an absent timeout, which 0-900 takes.
+#[case::drain_no_timeout(&[("connection-drain", "on")], D, Pass)]
 #[case::httpcode_no_space(&[("health-check-flag", "on"), ("health-check-httpcode", "http_2xx,http_3xx")], F, Pass)]
 #[case::httpcode_space(&[("health-check-flag", "on"), ("health-check-httpcode", "http_2xx, http_3xx")], F, Deny)]
 #[case::httpcode_flag_off(&[("health-check-flag", "off"), ("health-check-httpcode", "200")], F, Pass)]
@@ -95,6 +98,42 @@ fn clb_spec_is_not_checked_for_pay_by_lcu() {
 #[case::cipher_custom(&[("tls-cipher-policy", "spy-abc123")], F, Pass)]
 #[case::tcpssl_without_cert(&[("protocol-port", "tcpssl:80")], D, Deny)]
 #[case::tcpssl_with_cert(&[("protocol-port", "TCPSSL:80"), ("cert-id", "c-1")], D, Pass)]
+// CreateServerGroup/UpdateServerGroupAttribute: qch only for UDP backends (the server group
+// takes its listener's protocol, nlbv2/server_groups.go:87).
+#[case::qch_tcp(&[("scheduler", "qch")], F, Deny)]
+#[case::qch_tcpssl(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("scheduler", "QCH")], F, Deny)]
+#[case::qch_udp(&[("protocol-port", "udp:80"), ("scheduler", "qch")], F, Pass)]
+#[case::tch_tcp(&[("scheduler", "tch")], F, Pass)]
+#[case::wrr_tcp(&[("scheduler", "wrr")], F, Pass)]
+// CreateListener/UpdateListenerAttribute pages: only one server certificate, only one CA
+// certificate; nlbv2/listeners.go:208-213 splits both on ','.
+#[case::two_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1,c-2")], F, Deny)]
+#[case::one_cert(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1")], F, Pass)]
+#[case::two_certs_tcp(&[("cert-id", "c-1,c-2")], F, Pass)]
+#[case::two_ca_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("cacert-id", "ca-1,ca-2")], F, Deny)]
+#[case::one_ca_cert(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("cacert-id", "ca-1")], F, Pass)]
+// CreateServerGroup (SDK 4.1.3): interval 1-50 for TCP and HTTP checks, 1-300 for UDP.
+#[case::interval_tcp_50(&[("health-check-flag", "on"), ("health-check-type", "tcp"), ("health-check-interval", "50")], F, Pass)]
+#[case::interval_tcp_51(&[("health-check-flag", "on"), ("health-check-type", "TCP"), ("health-check-interval", "51")], F, Deny)]
+#[case::interval_http_51(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-interval", "51")], F, Deny)]
+#[case::interval_udp_300(&[("health-check-flag", "on"), ("health-check-type", "udp"), ("health-check-interval", "300")], F, Pass)]
+#[case::interval_no_type(&[("health-check-flag", "on"), ("health-check-interval", "51")], F, Pass)]
+#[case::interval_flag_off(&[("health-check-flag", "off"), ("health-check-type", "tcp"), ("health-check-interval", "51")], F, Pass)]
+// Create/UpdateServerGroupAttribute (SDK 4.1.3): URL 1-80, starts with '/', letters, digits,
+// - / . % ? # & (Update adds = _ ; ~ ! ( ) * [ ] @ $ ^ : " , +); domain $SERVER_IP or 1-80
+// of letters, digits, '-', '.'; HTTP checks only.
+#[case::url_ok(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-uri", "/healthz?a#b")], F, Pass)]
+#[case::url_update_chars(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-uri", "/a=b_c;d~(e)[f]@g:h,i+j")], F, Pass)]
+#[case::url_space(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-uri", "/a b")], F, Deny)]
+#[case::url_no_slash(&[("health-check-flag", "on"), ("health-check-type", "HTTP"), ("health-check-uri", "healthz")], F, Deny)]
+#[case::url_80(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-uri", &*format!("/{}", "a".repeat(79)))], F, Pass)]
+#[case::url_81(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-uri", &*format!("/{}", "a".repeat(80)))], F, Deny)]
+#[case::url_tcp_check(&[("health-check-flag", "on"), ("health-check-type", "tcp"), ("health-check-uri", "healthz")], F, Pass)]
+#[case::domain_server_ip(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-domain", "$SERVER_IP")], F, Pass)]
+#[case::domain_underscore(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-domain", "a_b.example.com")], F, Deny)]
+#[case::domain_clb_ip(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-domain", "$_ip")], F, Deny)]
+#[case::domain_81(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-domain", &*"d".repeat(81))], F, Deny)]
+#[case::domain_flag_off(&[("health-check-flag", "off"), ("health-check-type", "http"), ("health-check-domain", "a_b")], F, Pass)]
 fn nlb_rows(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Expect) {
     let mut s = lb().class(NLB);
     if !anns.iter().any(|(k, _)| *k == "zone-maps") {
