@@ -100,6 +100,21 @@ fn clb_tags(#[case] value: &str, #[case] want: Expect) {
     expect(&create(s), &cfg(""), F, want);
 }
 
+/// charge-type with instance-charge-type on a CLB: a pay-by-LCU instance takes only
+/// paybytraffic as InternetChargeType (CLB API CreateLoadBalancer, and
+/// ModifyLoadBalancerInstanceChargeType for the update; SDK alibabacloud-slb20140515 3.3.31);
+/// the controller sends both (slb/loadbalancer.go:350-352, :371-373).
+#[rstest]
+#[case::lcu_bandwidth(&[("instance-charge-type", "PayByCLCU"), ("charge-type", "paybybandwidth")], Deny)]
+#[case::lcu_traffic(&[("instance-charge-type", "PayByCLCU"), ("charge-type", "paybytraffic")], Pass)]
+#[case::lcu_lower_case(&[("instance-charge-type", "paybyclcu"), ("charge-type", "paybybandwidth")], Deny)] // clbv1/loadbalancer.go:417-419 EqualFold
+#[case::spec_bandwidth(&[("instance-charge-type", "PayBySpec"), ("charge-type", "paybybandwidth")], Pass)]
+#[case::absent_bandwidth(&[("charge-type", "paybybandwidth")], Pass)] // reading: InstanceChargeType is China-site only
+fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
+    let s = anns.iter().fold(lb(), |s, (k, v)| s.pa(Alibaba, k, v));
+    expect(&create(s), &cfg(""), F, want);
+}
+
 /// NLB, one TCP port 80 unless protocol-port says otherwise.
 #[rstest]
 #[case::name_1(&[("name", "n")], F, Deny)]
