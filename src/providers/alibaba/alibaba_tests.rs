@@ -90,6 +90,17 @@ const NLB: &str = "alibabacloud.com/nlb";
 #[case::forward_bad("forward-port", "80-443", Deny)] // listeners.go:618-643
 #[case::forward_spaces("forward-port", " 80:443", Deny)]
 #[case::forward_three("forward-port", "80:443:1", Deny)]
+// domain-extensions: clbv1/listeners.go:379-385 parses it for every listener; :1184-1190
+// trims each entry and fails unless it has exactly one ':'.
+#[case::domain_ext_ok("domain-extensions", "a.example.com:cert-1,b.example.com:cert-2", Pass)]
+#[case::domain_ext_spaces(
+    "domain-extensions",
+    " a.example.com:cert-1 , b.example.com:cert-2",
+    Pass
+)] // :1186 TrimSpace
+#[case::domain_ext_no_cert("domain-extensions", "a.example.com", Deny)] // :1188-1190
+#[case::domain_ext_two_colons("domain-extensions", "a.example.com:cert:1", Deny)]
+#[case::domain_ext_trailing_comma("domain-extensions", "a.example.com:cert-1,", Deny)] // "" has no ':'
 #[case::nlb_only_ignored_by_clb("cps", "x", Pass)]
 // CLB never reads cps
 // hostname: clbv1/service_controller.go:419-424 writes it as the status hostname, which the
@@ -184,6 +195,7 @@ fn annotation_format_clb_not_used_for_protocol(
 #[case::range_no_dash("listener-port-range", "10000:80", Deny)] // :85-89
 #[case::range_spaces("listener-port-range", " 10000-10010:80", Deny)] // no TrimSpace
 #[case::forward_port_ignored("forward-port", "bad", Pass)] // NLB never reads forward-port
+#[case::domain_ext_ignored("domain-extensions", "bad", Pass)] // nlbv2 never reads it
 #[case::hostname_ignored("hostname", "47.96.1.10", Pass)] // only clbv1 writes it (service_controller.go:419-424)
 #[case::clb_only_sticky_ignored("sticky-session-type", "bogus", Pass)]
 fn annotation_format_nlb(#[case] key: &str, #[case] value: &str, #[case] want: Expect) {

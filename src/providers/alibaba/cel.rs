@@ -100,6 +100,9 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
     })));
     out.push(clb_only(forward_target(cat)));
+    out.push(clb_only(entries(cat, v, "domain-extensions", &|e| {
+        format!("(size({e}.trim().split(':')) == 2)")
+    })));
     out.push(clb_only(hostname(cat)));
     out.push(nlb_only(entries(cat, v, "listener-port-range", &|e| {
         let p = parts(e);

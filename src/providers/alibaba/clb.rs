@@ -4,7 +4,8 @@
 //! ForwardPort needs to be an HTTPS listener); `hostname`, which clbv1/service_controller.go:
 //! 419-424 writes as the Service's status.loadBalancer.ingress[0].hostname, where the API
 //! server takes only a lowercase DNS-1123 subdomain that is not an IP address
-//! (ValidateLoadBalancerStatus, pkg/apis/core/validation).
+//! (ValidateLoadBalancerStatus, pkg/apis/core/validation); `domain-extensions`, which
+//! clbv1/listeners.go:379-385 parses (:1177-1197) while building every listener.
 
 use super::value::port_ok;
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
@@ -19,6 +20,31 @@ pub fn check(svc: Svc, cat: &Catalog, out: &mut Findings) {
     }
     if let Some(a) = cat.get(svc, "hostname").filter(|a| !a.value.is_empty()) {
         hostname(a, out);
+    }
+    if let Some(a) = cat
+        .get(svc, "domain-extensions")
+        .filter(|a| !a.value.is_empty())
+    {
+        domain_extensions(a, out);
+    }
+}
+
+/// `domain-extensions` (CLB, HTTPS listeners' CreateDomainExtension): `<domain>:<certId>`
+/// pairs. The controller trims each entry and needs exactly one ':' in it; it parses the
+/// annotation for every listener, whatever its protocol, so one bad entry (an empty one after
+/// a trailing ',' too) fails the whole Service.
+fn domain_extensions(a: Annot, out: &mut Findings) {
+    for entry in a.value.split(',') {
+        let e = entry.trim();
+        if e.split(':').count() != 2 {
+            out.push(
+                annotation_field(a.key),
+                format!(
+                    "{} entry \"{e}\" is not <domain>:<certificate id> (exactly one ':'); the CLB controller fails on it while building every listener (\"parse DomainExtensions error: invalid domain extension {e}\"), so the Service's load balancer is not reconciled; write e.g. \"www.example.com:1231579085529123_166f8204689_1714763408_709017975\"",
+                    a.key
+                ),
+            );
+        }
     }
 }
 

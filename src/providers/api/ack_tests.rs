@@ -73,6 +73,48 @@ fn clb_spec_is_not_checked_for_pay_by_lcu() {
     expect(&create(s), &cfg(""), F, Pass);
 }
 
+/// additional-resource-tags on a CLB: each `key=value` entry becomes Tag.N.Key/Tag.N.Value of
+/// CreateLoadBalancer and TagResources (annotations.go:238-268, clbv1/loadbalancer.go:271,
+/// slb/loadbalancer.go:394-403, clbv1/loadbalancer.go:232-237); the limits are those of the
+/// CLB API's CreateLoadBalancer and TagResources Tag parameters (SDK alibabacloud-slb20140515
+/// 3.3.31 CreateLoadBalancerRequestTag, TagResourcesRequestTag).
+#[rstest]
+#[case::plain("team=web,env=prod", Pass)]
+#[case::key_only("team", Pass)] // a key alone sends an empty value, which the API takes
+#[case::empty_key_skipped("=v,team=web", Pass)] // annotations.go:251-257 sends no empty key
+#[case::trailing_comma("team=web,", Pass)] // an empty entry has an empty key: skipped
+#[case::spaces_trimmed(" team=web , env=prod ", Pass)] // annotations.go:242, :248 trim
+#[case::key_64(&format!("{}=v", "k".repeat(64)), Pass)] // Key: at most 64 characters
+#[case::key_65(&format!("{}=v", "k".repeat(65)), Deny)]
+#[case::key_aliyun("aliyun-team=web", Deny)] // Key: must not start with aliyun
+#[case::key_acs("acs:team=web", Deny)] // Key: must not start with acs:
+#[case::key_aliyun_inside("my-aliyun=web", Pass)] // only the start is reserved
+#[case::key_http("http://x=web", Deny)] // Key: must not contain http://
+#[case::value_128(&format!("k={}", "v".repeat(128)), Pass)] // Value: at most 128 characters
+#[case::value_129(&format!("k={}", "v".repeat(129)), Deny)]
+#[case::value_acs("k=acs:web", Deny)] // Value: must not start with acs:
+#[case::value_aliyun("env=prod,k=aliyun", Deny)] // Value: must not start with aliyun
+#[case::value_https("k=https://example.com", Deny)] // Value: must not contain https://
+fn clb_tags(#[case] value: &str, #[case] want: Expect) {
+    let s = lb().pa(Alibaba, "additional-resource-tags", value);
+    expect(&create(s), &cfg(""), F, want);
+}
+
+/// charge-type with instance-charge-type on a CLB: a pay-by-LCU instance takes only
+/// paybytraffic as InternetChargeType (CLB API CreateLoadBalancer, and
+/// ModifyLoadBalancerInstanceChargeType for the update; SDK alibabacloud-slb20140515 3.3.31);
+/// the controller sends both (slb/loadbalancer.go:350-352, :371-373).
+#[rstest]
+#[case::lcu_bandwidth(&[("instance-charge-type", "PayByCLCU"), ("charge-type", "paybybandwidth")], Deny)]
+#[case::lcu_traffic(&[("instance-charge-type", "PayByCLCU"), ("charge-type", "paybytraffic")], Pass)]
+#[case::lcu_lower_case(&[("instance-charge-type", "paybyclcu"), ("charge-type", "paybybandwidth")], Deny)] // clbv1/loadbalancer.go:417-419 EqualFold
+#[case::spec_bandwidth(&[("instance-charge-type", "PayBySpec"), ("charge-type", "paybybandwidth")], Pass)]
+#[case::absent_bandwidth(&[("charge-type", "paybybandwidth")], Pass)] // reading: InstanceChargeType is China-site only
+fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
+    let s = anns.iter().fold(lb(), |s, (k, v)| s.pa(Alibaba, k, v));
+    expect(&create(s), &cfg(""), F, want);
+}
+
 /// NLB, one TCP port 80 unless protocol-port says otherwise.
 #[rstest]
 #[case::name_1(&[("name", "n")], F, Deny)]

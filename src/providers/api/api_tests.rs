@@ -213,3 +213,24 @@ fn every_count_fails_one_past() {
         }
     }
 }
+
+/// A reserved prefix before the example's first item, or a refused substring after it, fails;
+/// the item alone passes.
+#[test]
+fn every_reserved_prefix_and_substring_fails() {
+    for (p, c, r) in rows() {
+        let base = r.items(&r.example)[0];
+        if r.not_prefix.is_empty() && r.not_contains.is_empty() {
+            continue;
+        }
+        assert_eq!(r.item_error(base), None, "{p} {}.{} {base}", c.call, r.name);
+        for x in &r.not_prefix {
+            let v = format!("{x}{base}");
+            assert!(r.item_error(&v).is_some(), "{p} {}.{} {v}", c.call, r.name);
+        }
+        for x in &r.not_contains {
+            let v = format!("{base}{x}");
+            assert!(r.item_error(&v).is_some(), "{p} {}.{} {v}", c.call, r.name);
+        }
+    }
+}

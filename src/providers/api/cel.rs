@@ -109,6 +109,18 @@ fn item_bad(p: &Param) -> String {
     if !p.not.is_empty() {
         bad.push(format!("i in {}", str_list(&p.not)));
     }
+    if !p.not_prefix.is_empty() {
+        bad.push(format!(
+            "{}.exists(p, i.startsWith(p))",
+            str_list(&p.not_prefix)
+        ));
+    }
+    if !p.not_contains.is_empty() {
+        bad.push(format!(
+            "{}.exists(c, i.contains(c))",
+            str_list(&p.not_contains)
+        ));
+    }
     if let Some((min, max)) = p.length {
         bad.push(format!("size(i) < {min} || size(i) > {max}"));
     }

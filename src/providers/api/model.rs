@@ -101,6 +101,12 @@ pub struct Param {
     pub describe: Option<String>,
     #[serde(default)]
     pub not: Vec<String>,
+    /// Refused when the item starts with one of these (reserved prefixes).
+    #[serde(default)]
+    pub not_prefix: Vec<String>,
+    /// Refused when the item contains one of these.
+    #[serde(default)]
+    pub not_contains: Vec<String>,
     #[serde(rename = "enum")]
     pub values: Option<Vec<String>>,
     #[serde(default)]
@@ -143,6 +149,20 @@ impl Param {
     pub fn item_error(&self, item: &str) -> Option<String> {
         if self.not.iter().any(|n| n == item) {
             return Some(format!("\"{item}\" is refused"));
+        }
+        if let Some(p) = self
+            .not_prefix
+            .iter()
+            .find(|p| item.starts_with(p.as_str()))
+        {
+            return Some(format!(
+                "\"{item}\" starts with \"{p}\", which the API reserves"
+            ));
+        }
+        if let Some(c) = self.not_contains.iter().find(|c| item.contains(c.as_str())) {
+            return Some(format!(
+                "\"{item}\" contains \"{c}\", which the API refuses"
+            ));
         }
         if let Some((min, max)) = self.length {
             let n = item.chars().count();
