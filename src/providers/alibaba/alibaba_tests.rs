@@ -182,11 +182,9 @@ fn annotation_format_clb_not_used_for_protocol(
 #[case::server_group_type_bad("server-group-type", "eni", Deny)]
 #[case::cross_zone("cross-zone-enabled", "On", Pass)] // loadbalancer.go:87-91, ParseFlagType
 #[case::cross_zone_bad("cross-zone-enabled", "true", Deny)]
-#[case::idle_timeout_nlb_range("idle-timeout", "900", Pass)]
-// NLB API: up to 900
-// CreateListener pages differ: 1-900 on one, 10-900 (TCP) on another and the SDK: the widest.
-#[case::idle_timeout_nlb_low("idle-timeout", "1", Pass)]
-#[case::idle_timeout_nlb_zero("idle-timeout", "0", Deny)]
+#[case::idle_timeout_nlb_range("idle-timeout", "900", Pass)] // NLB API 10-900 (SDK, CreateListener)
+#[case::idle_timeout_nlb_ten("idle-timeout", "10", Pass)]
+#[case::idle_timeout_nlb_low("idle-timeout", "9", Deny)]
 #[case::idle_timeout_nlb_high("idle-timeout", "901", Deny)]
 #[case::range_needs_eni("listener-port-range", "10000-10010:80", Pass)] // backend type unknown: not denied
 #[case::range_backwards("listener-port-range", "10010-10000:80", Deny)] // listeners.go:99-101

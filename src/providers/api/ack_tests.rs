@@ -125,14 +125,15 @@ fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 #[case::same_zone_twice(&[("zone-maps", "cn-hangzhou-h:vsw-1,cn-hangzhou-h:vsw-2")], F, Deny)]
 #[case::empty_security_group(&[("security-group-ids", "sg-1,,sg-2")], F, Deny)]
 #[case::security_groups(&[("security-group-ids", "sg-1,sg-2")], F, Pass)]
-// CreateServerGroup pages: one says 10-900, another (and the SDK) 0-900: the widest.
-#[case::drain_0(&[("connection-drain", "on"), ("connection-drain-timeout", "0")], F, Pass)]
-#[case::drain_9(&[("connection-drain", "on"), ("connection-drain-timeout", "9")], F, Pass)]
+// CreateServerGroup: the API reference page's 10-900 (issue #39 saw the API refuse below 10).
+#[case::drain_0(&[("connection-drain", "on"), ("connection-drain-timeout", "0")], F, Deny)] // API page 10-900
+#[case::drain_9(&[("connection-drain", "on"), ("connection-drain-timeout", "9")], F, Deny)]
+#[case::drain_10(&[("connection-drain", "on"), ("connection-drain-timeout", "10")], F, Pass)]
 #[case::drain_900(&[("connection-drain", "On"), ("connection-drain-timeout", "900")], F, Pass)]
 #[case::drain_901(&[("connection-drain", "on"), ("connection-drain-timeout", "901")], F, Deny)]
 #[case::drain_off_0(&[("connection-drain", "off"), ("connection-drain-timeout", "0")], F, Pass)]
-// servergroup.go:290-293 sends 0 for an absent timeout, which 0-900 takes.
-#[case::drain_no_timeout(&[("connection-drain", "on")], D, Pass)]
+// servergroup.go:290-293 sends 0 for an absent timeout, which 10-900 refuses.
+#[case::drain_no_timeout(&[("connection-drain", "on")], D, Deny)] // the controller sends 0
 #[case::httpcode_no_space(&[("health-check-flag", "on"), ("health-check-httpcode", "http_2xx,http_3xx")], F, Pass)]
 #[case::httpcode_space(&[("health-check-flag", "on"), ("health-check-httpcode", "http_2xx, http_3xx")], F, Deny)]
 #[case::httpcode_flag_off(&[("health-check-flag", "off"), ("health-check-httpcode", "200")], F, Pass)]
