@@ -63,6 +63,26 @@ fn clb_rows(
     expect(&create(s), &cfg(""), rule, want);
 }
 
+/// HealthCheckConnectPort: 0 (as Go's Atoi reads it) is never sent (slb/listener.go:233-236),
+/// so it is refused as a typo without saying the API refuses it; 70000 is sent and refused.
+#[rstest]
+#[case::zero("0", true)]
+#[case::plus_zero("+0", true)]
+#[case::too_big("70000", false)]
+fn clb_connect_port_zero_is_not_sent(#[case] value: &str, #[case] unsent: bool) {
+    let s = lb()
+        .pa(Alibaba, "protocol-port", "tcp:80")
+        .pa(Alibaba, "health-check-connect-port", value);
+    let v = expect(&create(s), &cfg(""), F, Deny);
+    let m = v.denial_message().unwrap();
+    assert_eq!(
+        m.contains("controller sends no HealthCheckConnectPort for 0"),
+        unsent,
+        "{m}"
+    );
+    assert_eq!(m.contains("which the cloud's API refuses"), !unsent, "{m}");
+}
+
 #[test]
 fn clb_spec_is_not_checked_for_pay_by_lcu() {
     let s = lb().pa(Alibaba, "instance-charge-type", "PayByCLCU").pa(

@@ -133,8 +133,23 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                     if let Some(why) = value_error(param, a.value)
                         && !table_refuses(cat.table(), side, &param.from, a.value)
                     {
-                        out.push(
-                            annotation_field(a.key),
+                        let message = if param.zero_unsent
+                            && crate::vocab::go::atoi(a.value) == Ok(0)
+                        {
+                            format!(
+                                "{} is \"{}\": {why}; the {controller} controller sends no {} for 0, so the listener keeps what it has and the value does nothing ({}); it is refused as a typo: write e.g. \"{}\", or remove the annotation",
+                                a.key,
+                                a.value,
+                                param.name,
+                                param
+                                    .code
+                                    .iter()
+                                    .map(|c| format!("{}{c}", table.code_base.as_deref().unwrap_or("")))
+                                    .collect::<Vec<_>>()
+                                    .join(", "),
+                                param.example
+                            )
+                        } else {
                             format!(
                                 "{} is \"{}\": {why}; the {controller} controller sends it as {} of {}, which the cloud's API refuses ({}); write e.g. \"{}\"",
                                 a.key,
@@ -143,8 +158,9 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                                 calls(),
                                 source(),
                                 param.example
-                            ),
-                        );
+                            )
+                        };
+                        out.push(annotation_field(a.key), message);
                     }
                 }
                 _ => {}

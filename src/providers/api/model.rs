@@ -116,6 +116,10 @@ pub struct Param {
     /// Numbers allowed outside `range`.
     #[serde(default, rename = "also")]
     pub also_numbers: Vec<i64>,
+    /// The controller sends nothing for a value that reads as 0 (`if v != 0`): still refused
+    /// as a typo, and the message says so instead of naming the API.
+    #[serde(default)]
+    pub zero_unsent: bool,
     /// With `split`: how many items.
     pub count: Option<(usize, usize)>,
     #[serde(default)]
