@@ -1,6 +1,6 @@
 """Each API row of src/providers/data/<provider>-api.yaml against the cloud's own SDK request
 models: the call (or one of its `also` calls) has a request model, and the parameter is a
-field of it (a dotted name: a field of the nested model). Reads the rows as JSON on stdin,
+field of it (a dotted name: a field of the nested model; `N`: an item of a list). Reads the rows as JSON on stdin,
 prints one line per row that does not fit, exits 1 if any."""
 import json
 import sys
@@ -17,9 +17,10 @@ def models(provider, side):
 
 
 def nested(name, value):
-    """{'A': {'B': value}} for 'A.B'."""
+    """{'A': {'B': value}} for 'A.B'; an `N` (the API's list index, `Tag.N.Key`) makes the
+    field before it a list of one: {'Tag': [{'Key': value}]}."""
     for part in reversed(name.split(".")):
-        value = {part: value}
+        value = [value] if part == "N" else {part: value}
     return value
 
 
@@ -30,6 +31,11 @@ def fits(model, name, value):
     except Exception:  # a field of another type
         return False
     for part in name.split("."):
+        if part == "N":
+            if not isinstance(got, list) or not got:
+                return False
+            got = got[0]
+            continue
         if not isinstance(got, dict) or part not in got:
             return False
         got = got[part]
@@ -48,6 +54,9 @@ def main():
             continue
         for p in call.get("params", []):
             value = p["example"]
+            if ".N." in p["name"]:
+                # One item of a list of structures: a field of each.
+                value = "x"
             if "split" in p:
                 value = value.split(p["split"])
             if "part" in p:
