@@ -14,8 +14,9 @@ fn name_part(s: &str) -> bool {
         && b.last().is_none_or(u8::is_ascii_alphanumeric)
 }
 
-/// A DNS-1123 subdomain: dot-separated lower-case labels, at most 253 characters.
-fn dns_subdomain(s: &str) -> bool {
+/// A DNS-1123 subdomain: dot-separated lower-case labels, at most 253 characters
+/// (`IsDNS1123Subdomain`).
+pub fn dns_subdomain(s: &str) -> bool {
     s.len() <= 253
         && s.split('.').all(|l| {
             let b = l.as_bytes();

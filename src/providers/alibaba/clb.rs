@@ -11,6 +11,7 @@ use super::value::port_ok;
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::Findings;
 use crate::vocab::go;
+use crate::vocab::labels::dns_subdomain;
 use crate::vocab::service::Svc;
 
 pub fn check(svc: Svc, cat: &Catalog, out: &mut Findings) {
@@ -57,18 +58,6 @@ pub const DNS_SUBDOMAIN: &str =
 /// An IPv4 address written plainly (no leading zeros): every IP parser reads it as one.
 pub const IPV4: &str = r"^(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])(\.(25[0-5]|2[0-4][0-9]|1[0-9]{2}|[1-9]?[0-9])){3}$";
 
-fn is_dns_subdomain(v: &str) -> bool {
-    v.len() <= 253
-        && v.split('.').all(|l| {
-            let b = l.as_bytes();
-            !b.is_empty()
-                && b.iter()
-                    .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-')
-                && b[0] != b'-'
-                && b[b.len() - 1] != b'-'
-        })
-}
-
 /// Reading: a dotted quad with leading zeros ("010.1.1.1") is an IP to the API server's
 /// sloppy parser but a name to a strict one; lbguard denies only the plain form both read
 /// as an IP.
@@ -88,7 +77,7 @@ fn hostname(a: Annot, out: &mut Findings) {
     let v = a.value;
     let why = if is_plain_ipv4(v) {
         "it is an IP address, and the API server takes only a DNS name there (\"must be a DNS name, not an IP address\"); to show the load balancer's IP, remove the annotation (the controller then writes the CLB's address)"
-    } else if !is_dns_subdomain(v) {
+    } else if !dns_subdomain(v) {
         "it is not a lowercase DNS name (RFC 1123 subdomain: at most 253 characters; lower-case letters, digits, '-' and '.'; each dot-separated part starts and ends with a letter or digit), which the API server requires there; write it in lower case, e.g. \"web.example.com\""
     } else {
         return;
