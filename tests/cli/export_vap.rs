@@ -150,7 +150,8 @@ fn export_vap_list_gives_sizes_and_warns_when_apply_cannot_store_one() {
         .and_then(|r| r.split(' ').next())
         .and_then(|n| n.parse().ok())
         .unwrap_or_else(|| panic!("{row}"));
-    assert!((50.0..200.0).contains(&kib), "{row}");
+    // Every provider's value limits in one policy: large, but under apply's 256 KiB.
+    assert!((50.0..240.0).contains(&kib), "{row}");
     assert!(text.contains("the API server estimates none"), "{text}");
     assert!(stderr(&out).is_empty(), "{}", stderr(&out));
     // Thousands of load balancer classes make every policy's "served by" variable huge.
