@@ -16,6 +16,26 @@ loadBalancers:
   - {id: lb-clb, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user}
 "#;
 
+/// The verdict of `annotation-format` on an NLB Service (ports 80 and 443) that reuses `id`
+/// with `vgroup-port: vgroup` (and `server-group-type: kind`), against [`INV`].
+fn reused(id: &str, vgroup: &str, kind: Option<&str>, want: Expect) -> crate::engine::Verdict {
+    let mut s =
+        lb().class(NLB)
+            .port(443, "TCP")
+            .pa(Alibaba, "id", id)
+            .pa(Alibaba, "vgroup-port", vgroup);
+    if let Some(k) = kind {
+        s = s.pa(Alibaba, "server-group-type", k);
+    }
+    expect_with(
+        &create(s),
+        &cfg(""),
+        &inventory(INV),
+        "annotation-format",
+        want,
+    )
+}
+
 /// A reused NLB's `vgroup-port` against its server groups (Service ports 80 and 443), as
 /// kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/nlbv2 decides; the
 /// line is in the case's comment.
@@ -41,21 +61,7 @@ fn reused_nlb_server_groups(
     #[case] kind: Option<&str>,
     #[case] want: Expect,
 ) {
-    let mut s =
-        lb().class(NLB)
-            .port(443, "TCP")
-            .pa(Alibaba, "id", id)
-            .pa(Alibaba, "vgroup-port", vgroup);
-    if let Some(k) = kind {
-        s = s.pa(Alibaba, "server-group-type", k);
-    }
-    let v = expect_with(
-        &create(s),
-        &cfg(""),
-        &inventory(INV),
-        "annotation-format",
-        want,
-    );
+    let v = reused(id, vgroup, kind, want);
     if want == Deny {
         let m = v.denial_message().unwrap();
         assert!(
@@ -68,21 +74,9 @@ fn reused_nlb_server_groups(
 #[test]
 fn messages_quote_the_controller_and_name_the_fix() {
     let deny = |vgroup: &str, kind: Option<&str>| {
-        let mut s = lb()
-            .class(NLB)
-            .pa(Alibaba, "id", "nlb-1")
-            .pa(Alibaba, "vgroup-port", vgroup);
-        if let Some(k) = kind {
-            s = s.pa(Alibaba, "server-group-type", k);
-        }
-        let v = expect_with(
-            &create(s),
-            &cfg(""),
-            &inventory(INV),
-            "annotation-format",
-            Deny,
-        );
-        v.denial_message().unwrap()
+        reused("nlb-1", vgroup, kind, Deny)
+            .denial_message()
+            .unwrap()
     };
     let m = deny("sgp-inst:80", Some("ip"));
     assert!(
