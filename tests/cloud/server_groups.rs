@@ -151,3 +151,40 @@ async fn a_round_lists_a_vpcs_server_groups_once_and_its_nlbs_share_them() {
     );
     mock.assert_clean().await;
 }
+
+/// A round whose `ListServerGroups` fails (503) caches nothing for its NLBs: the failure is
+/// not kept as the VPC's list for later batches, and no NLB's fact says "no server groups".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_round_whose_server_group_list_fails_keeps_no_fact() {
+    let Some(mock) = Mock::start("loadBalancers: []").await else {
+        return;
+    };
+    mock.control(
+        "bulk",
+        json!({"provider": "alibaba", "count": 45, "kind": "nlb", "vpcs": 1, "serverGroups": 1}),
+    )
+    .await;
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let cloud = library_cloud(Provider::Alibaba, &mock, creds.path(), "    qps: 1000\n");
+    let named: std::collections::HashSet<String> =
+        (0..45).map(|i| format!("nlb-bulk-{i}")).collect();
+    mock.fault(Some("serverGroupsFail"), 0.0).await;
+    mock.control("reset", json!({})).await;
+    cloud.refresh_round(&named).await;
+    let calls = mock.control("calls", json!({})).await;
+    // Every batch asks again: a failed list is never shared as the VPC's.
+    assert!(
+        calls_to(&calls, Provider::Alibaba, "ListServerGroups") >= 3,
+        "{calls}"
+    );
+    match cloud
+        .get("nlb-bulk-21", Duration::from_secs(5), false)
+        .await
+        .as_deref()
+    {
+        Err(e) => assert!(e.to_string().contains("ServiceUnavailable"), "{e}"),
+        other => panic!("a failed server group list: {other:?}"),
+    }
+    mock.fault(None, 0.0).await;
+    mock.assert_clean().await;
+}
