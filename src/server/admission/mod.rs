@@ -197,9 +197,93 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
     } else {
         decision!(tracing::Level::DEBUG);
     }
-    let mut r = Json(encode_review(answer.response)).into_response();
+    let mut r = review_response(answer.response);
     close_if_draining(&app, &mut r);
     r
+}
+
+/// The AdmissionReview as the HTTP response: `encode_review`'s JSON, byte for byte, written
+/// without building its `Value` tree (an allocation per key, and the keys sorted into maps)
+/// for the answers without a patch, nearly all of them.
+fn review_response(response: AdmissionResponse) -> Response {
+    let plain = response.patch.is_none()
+        && response.result.metadata.is_none()
+        && response.result.details.is_none();
+    if !plain {
+        return Json(encode_review(response)).into_response();
+    }
+    let body = serde_json::to_vec(&PlainReview::of(&response)).unwrap_or_default();
+    (
+        [(
+            axum::http::header::CONTENT_TYPE,
+            axum::http::HeaderValue::from_static("application/json"),
+        )],
+        body,
+    )
+        .into_response()
+}
+
+/// An AdmissionReview without a patch, its keys in the order of `encode_review`'s `Value`
+/// (sorted, as serde_json's maps keep them), each skipped where kube's types skip it.
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlainReview<'a> {
+    api_version: &'a str,
+    kind: &'a str,
+    response: PlainResponse<'a>,
+}
+
+#[derive(serde::Serialize)]
+#[serde(rename_all = "camelCase")]
+struct PlainResponse<'a> {
+    allowed: bool,
+    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
+    audit_annotations: std::collections::BTreeMap<&'a str, &'a str>,
+    status: PlainStatus<'a>,
+    uid: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    warnings: Option<&'a [String]>,
+}
+
+#[derive(serde::Serialize)]
+struct PlainStatus<'a> {
+    #[serde(skip_serializing_if = "is_zero")]
+    code: u16,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    message: &'a str,
+    #[serde(skip_serializing_if = "str::is_empty")]
+    reason: &'a str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    status: Option<&'a kube::core::response::StatusSummary>,
+}
+
+fn is_zero(n: &u16) -> bool {
+    *n == 0
+}
+
+impl<'a> PlainReview<'a> {
+    fn of(r: &'a AdmissionResponse) -> Self {
+        Self {
+            api_version: &r.types.api_version,
+            kind: &r.types.kind,
+            response: PlainResponse {
+                allowed: r.allowed,
+                audit_annotations: r
+                    .audit_annotations
+                    .iter()
+                    .map(|(k, v)| (k.as_str(), v.as_str()))
+                    .collect(),
+                status: PlainStatus {
+                    code: r.result.code,
+                    message: &r.result.message,
+                    reason: &r.result.reason,
+                    status: r.result.status.as_ref(),
+                },
+                uid: &r.uid,
+                warnings: r.warnings.as_deref(),
+            },
+        }
+    }
 }
 
 /// The AdmissionReview JSON. kube serializes `patch` (Go `[]byte`) as an array of numbers
@@ -222,3 +306,7 @@ pub fn encode_review(mut response: AdmissionResponse) -> Value {
     }
     review
 }
+
+#[cfg(test)]
+#[path = "encode_tests.rs"]
+mod encode_tests;
