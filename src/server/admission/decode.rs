@@ -182,7 +182,15 @@ impl ServiceReview {
 
 /// The uid and the request of a well-formed Service review, read in one pass.
 pub(super) fn read_service_review(bytes: &[u8]) -> Option<(String, ServiceReview)> {
-    let env = serde_json::from_slice::<ServiceEnvelope>(bytes).ok()?;
+    // The body's UTF-8 checked once, here, rather than string by string as a parse from
+    // bytes does (some 300 strings a review: 15,000 instructions). A body that is not UTF-8
+    // is parsed from bytes as before (which skips the check in the parts it ignores), so
+    // the same bodies pass and fail.
+    let env = match std::str::from_utf8(bytes) {
+        Ok(text) => serde_json::from_str::<ServiceEnvelope>(text),
+        Err(_) => serde_json::from_slice::<ServiceEnvelope>(bytes),
+    }
+    .ok()?;
     if env.kind != "AdmissionReview"
         || env.api_version != "admission.k8s.io/v1"
         || !env.request.kind.group.is_empty()
