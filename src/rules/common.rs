@@ -127,6 +127,10 @@ fn lb_id_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         return;
     };
     let (o, n) = (cat.get(old, "id"), cat.get(new, "id"));
+    // The usual update keeps the id: nothing to word.
+    if o.map(|a| a.value) == n.map(|a| a.value) {
+        return;
+    }
     let key = n.or(o).map_or_else(|| cat.key("id"), |a| a.key.to_string());
     let field = annotation_field(&key);
     match (o.map(|a| a.value), n.map(|a| a.value)) {

@@ -79,11 +79,11 @@ pub fn lb_attributes_immutable(ctx: &Ctx, cat: &'static Catalog, out: &mut Findi
             Some(b) => b != n.value,
             None => false,
         };
-        let was = before.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""));
         let (error, fold) = if nlb { (f.nlb, true) } else { (f.clb, false) };
         if let Some(error) = error
             && changed(fold)
         {
+            let was = before.map_or_else(|| "unset".to_string(), |v| format!("\"{v}\""));
             out.push(
                 annotation_field(n.key),
                 format!("{} cannot change once the load balancer exists (was {was}, now \"{}\"); {}; restore the old value, or delete and recreate the Service", n.key, n.value, fixed_why(cat.provider, error)),
