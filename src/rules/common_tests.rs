@@ -425,3 +425,33 @@ fn edits_up_to_is_levenshtein_within_the_bound() {
         }
     }
 }
+
+/// Every pair of short strings over a small alphabet (a multibyte letter among them), and
+/// differing parts past the on-stack row: the same distances as `strsim::levenshtein`.
+#[test]
+fn edits_up_to_matches_levenshtein_on_every_short_pair() {
+    let mut words = vec![String::new()];
+    let mut last = vec![String::new()];
+    for _ in 0..4 {
+        last = last
+            .iter()
+            .flat_map(|w| ["a", "b", "é"].map(|c| format!("{w}{c}")))
+            .collect();
+        words.extend(last.iter().cloned());
+    }
+    words.push("x".repeat(70));
+    words.push(format!("{}y", "x".repeat(69)));
+    words.push(format!("a{}b", "xy".repeat(40)));
+    for a in &words {
+        for b in &words {
+            let d = strsim::levenshtein(a, b);
+            for max in [0, 1, 2, 4] {
+                assert_eq!(
+                    crate::rules::unknown::edits_up_to(a, b, max),
+                    (d <= max).then_some(d),
+                    "{a} / {b} / {max}"
+                );
+            }
+        }
+    }
+}

@@ -59,11 +59,44 @@ pub(super) fn edits_up_to(a: &str, b: &str, max: usize) -> Option<usize> {
         .sum();
     let (a, b) = (&a[..a.len() - suf], &b[..b.len() - suf]);
     // At least one edit per character of difference in length.
-    if a.chars().count().abs_diff(b.chars().count()) > max {
+    let (na, nb) = (a.chars().count(), b.chars().count());
+    if na.abs_diff(nb) > max {
         return None;
     }
-    Some(strsim::levenshtein(a, b)).filter(|d| *d <= max)
+    if nb >= ROW {
+        return Some(strsim::levenshtein(a, b)).filter(|d| *d <= max);
+    }
+    // Levenshtein's table a row at a time, on the stack, given up as soon as a whole row is
+    // over `max` (no later row can be under it): the same distances as `strsim::levenshtein`
+    // up to `max`, without its allocation or the rows past the point of no typo.
+    let mut row = [0usize; ROW];
+    for (j, cell) in row.iter_mut().enumerate().take(nb + 1) {
+        *cell = j;
+    }
+    for (i, ca) in a.chars().enumerate() {
+        let mut diag = row[0];
+        row[0] = i + 1;
+        let mut least = row[0];
+        for (j, cb) in b.chars().enumerate() {
+            let above = row[j + 1];
+            let cell = if ca == cb {
+                diag
+            } else {
+                1 + diag.min(above).min(row[j])
+            };
+            diag = above;
+            row[j + 1] = cell;
+            least = least.min(cell);
+        }
+        if least > max {
+            return None;
+        }
+    }
+    Some(row[nb]).filter(|d| *d <= max)
 }
+
+/// Keys whose differing part is this long or longer go to `strsim::levenshtein`.
+const ROW: usize = 64;
 
 pub(super) fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(anns) = ctx.new.and_then(|s| s.annotations()) else {
