@@ -66,26 +66,37 @@ pub(super) fn edits_up_to(a: &str, b: &str, max: usize) -> Option<usize> {
     if nb >= ROW {
         return Some(strsim::levenshtein(a, b)).filter(|d| *d <= max);
     }
-    // Levenshtein's table a row at a time, on the stack, given up as soon as a whole row is
-    // over `max` (no later row can be under it): the same distances as `strsim::levenshtein`
-    // up to `max`, without its allocation or the rows past the point of no typo.
+    // Levenshtein's table a row at a time, on the stack, and in each row only the cells
+    // within `max` of the diagonal (a path of at most `max` edits never leaves them; a cell
+    // outside counts as over `max`); given up as soon as a whole row is over `max`. The same
+    // distances as `strsim::levenshtein` up to `max`, without its allocation or full rows.
+    let mut bs = ['\0'; ROW];
+    for (slot, c) in bs.iter_mut().zip(b.chars()) {
+        *slot = c;
+    }
+    let over = max + 1;
     let mut row = [0usize; ROW];
     for (j, cell) in row.iter_mut().enumerate().take(nb + 1) {
         *cell = j;
     }
-    for (i, ca) in a.chars().enumerate() {
-        let mut diag = row[0];
-        row[0] = i + 1;
-        let mut least = row[0];
-        for (j, cb) in b.chars().enumerate() {
-            let above = row[j + 1];
-            let cell = if ca == cb {
+    for (i, ca) in (1usize..).zip(a.chars()) {
+        let lo = i.saturating_sub(max).max(1);
+        let hi = (i + max).min(nb);
+        // (i, lo - 1): the first column, or outside the band.
+        let mut left = if lo == 1 { i } else { over };
+        let mut diag = row[lo - 1];
+        row[lo - 1] = left;
+        let mut least = left;
+        for j in lo..=hi {
+            let above = if j < i + max { row[j] } else { over };
+            let cell = if ca == bs[j - 1] {
                 diag
             } else {
-                1 + diag.min(above).min(row[j])
+                1 + diag.min(above).min(left)
             };
             diag = above;
-            row[j + 1] = cell;
+            row[j] = cell;
+            left = cell;
             least = least.min(cell);
         }
         if least > max {
