@@ -126,8 +126,13 @@ fn item_bad(p: &Param) -> String {
     }
     if let Some((min, max)) = p.range {
         let also: Vec<String> = p.also_numbers.iter().map(i64::to_string).collect();
+        let n = if p.int32 {
+            cel::int32("int(i)")
+        } else {
+            "int(i)".to_string()
+        };
         bad.push(format!(
-            "!(i.matches({}) && ((int(i) >= {min} && int(i) <= {max}) || int(i) in [{}]))",
+            "!(i.matches({}) && (({n} >= {min} && {n} <= {max}) || {n} in [{}]))",
             cel::lit(ATOI),
             also.join(", ")
         ));
