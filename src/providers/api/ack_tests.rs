@@ -111,6 +111,8 @@ fn clb_spec(#[case] charge: Option<&str>, #[case] spec: &str, #[case] want: Expe
 #[case::plain("team=web,env=prod", Pass)]
 #[case::key_only("team", Pass)] // a key alone sends an empty value, which the API takes
 #[case::empty_key_skipped("=v,team=web", Pass)] // annotations.go:251-257 sends no empty key
+#[case::empty_key_reserved_value_skipped("=acs:x,team=web", Pass)] // nor its value
+#[case::empty_key_long_value_skipped(&format!("={}", "v".repeat(129)), Pass)]
 #[case::trailing_comma("team=web,", Pass)] // an empty entry has an empty key: skipped
 #[case::spaces_trimmed(" team=web , env=prod ", Pass)] // annotations.go:242, :248 trim
 #[case::key_64(&format!("{}=v", "k".repeat(64)), Pass)] // Key: at most 64 characters

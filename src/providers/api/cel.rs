@@ -169,6 +169,12 @@ fn value_bad(cat: &Catalog, p: &Param) -> String {
     if p.trim {
         items = format!("{items}.map(i, i.trim())");
     }
+    if let Some((s, _)) = p.part.as_ref().filter(|_| p.skip_empty_key) {
+        items = format!(
+            "{items}.filter(i, i != '' && !i.startsWith({s}))",
+            s = cel::lit(s)
+        );
+    }
     if let Some((s, n)) = &p.part {
         items = format!(
             "{items}.map(i, size(i.split({s})) > {n} ? i.split({s})[{n}] : '')",

@@ -90,6 +90,10 @@ pub struct Param {
     pub trim: bool,
     /// With `split`: each item is this part of it (`[":", 0]`: the zone of `zone:vsw`).
     pub part: Option<(String, usize)>,
+    /// With `part`: the controller skips an entry with nothing before the first separator (a
+    /// tag without a key), so it is not checked.
+    #[serde(default)]
+    pub skip_empty_key: bool,
     /// The API needs it: with the call made and the annotation absent, it is refused.
     #[serde(default)]
     pub required: bool,
@@ -253,6 +257,10 @@ impl Param {
         value
             .split(sep.as_str())
             .map(|i| if self.trim { i.trim() } else { i })
+            .filter(|i| match &self.part {
+                Some((p, _)) if self.skip_empty_key => !i.is_empty() && !i.starts_with(p.as_str()),
+                _ => true,
+            })
             .map(|i| match &self.part {
                 Some((p, n)) => i.split(p.as_str()).nth(*n).unwrap_or(""),
                 None => i,
