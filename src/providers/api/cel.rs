@@ -126,8 +126,13 @@ fn item_bad(p: &Param) -> String {
     }
     if let Some((min, max)) = p.range {
         let also: Vec<String> = p.also_numbers.iter().map(i64::to_string).collect();
+        let n = if p.int32 {
+            cel::int32("int(i)")
+        } else {
+            "int(i)".to_string()
+        };
         bad.push(format!(
-            "!(i.matches({}) && ((int(i) >= {min} && int(i) <= {max}) || int(i) in [{}]))",
+            "!(i.matches({}) && (({n} >= {min} && {n} <= {max}) || {n} in [{}]))",
             cel::lit(ATOI),
             also.join(", ")
         ));
@@ -163,6 +168,12 @@ fn value_bad(cat: &Catalog, p: &Param) -> String {
     let mut items = format!("{value}.split({})", cel::lit(sep));
     if p.trim {
         items = format!("{items}.map(i, i.trim())");
+    }
+    if let Some((s, _)) = p.part.as_ref().filter(|_| p.skip_empty_key) {
+        items = format!(
+            "{items}.filter(i, i != '' && !i.startsWith({s}))",
+            s = cel::lit(s)
+        );
     }
     if let Some((s, n)) = &p.part {
         items = format!(

@@ -137,7 +137,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                             && crate::vocab::go::atoi(a.value) == Ok(0)
                         {
                             format!(
-                                "{} is \"{}\": {why}; the {controller} controller sends no {} for 0, so the listener keeps what it has and the value does nothing ({}); it is refused as a typo: write e.g. \"{}\", or remove the annotation",
+                                "{} is \"{}\": {why}; the {controller} controller sends no {} for 0, so the cloud keeps what it has and the value does nothing ({}); it is refused as a typo: write e.g. \"{}\", or remove the annotation",
                                 a.key,
                                 a.value,
                                 param.name,

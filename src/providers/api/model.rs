@@ -90,6 +90,10 @@ pub struct Param {
     pub trim: bool,
     /// With `split`: each item is this part of it (`[":", 0]`: the zone of `zone:vsw`).
     pub part: Option<(String, usize)>,
+    /// With `part`: the controller skips an entry with nothing before the first separator (a
+    /// tag without a key), so it is not checked.
+    #[serde(default)]
+    pub skip_empty_key: bool,
     /// The API needs it: with the call made and the annotation absent, it is refused.
     #[serde(default)]
     pub required: bool,
@@ -120,6 +124,10 @@ pub struct Param {
     /// as a typo, and the message says so instead of naming the API.
     #[serde(default)]
     pub zero_unsent: bool,
+    /// The controller keeps the number as a Go `int32(...)`: `range` holds the 32-bit number
+    /// it sends (`"4294967306"` is sent as 10).
+    #[serde(default)]
+    pub int32: bool,
     /// With `split`: how many items.
     pub count: Option<(usize, usize)>,
     #[serde(default)]
@@ -176,8 +184,19 @@ impl Param {
         }
         if let Some((min, max)) = self.range {
             return match crate::vocab::go::atoi(item) {
-                Ok(v) if (min..=max).contains(&v) || self.also_numbers.contains(&v) => None,
-                Ok(v) => Some(format!("{v} is outside {}", self.range_words())),
+                Ok(v) => {
+                    let sent = self.sent(v);
+                    if (min..=max).contains(&sent) || self.also_numbers.contains(&sent) {
+                        None
+                    } else if sent != v {
+                        Some(format!(
+                            "the controller keeps it as a 32-bit number (Go int32) and sends {sent}, which is outside {}",
+                            self.range_words()
+                        ))
+                    } else {
+                        Some(format!("{v} is outside {}", self.range_words()))
+                    }
+                }
                 Err(_) => Some(format!("\"{item}\" is not a whole number")),
             };
         }
@@ -198,6 +217,11 @@ impl Param {
             (Some(e), Some(m)) => e || m,
         };
         (!ok).then(|| format!("\"{item}\" is not {}", self.allowed()))
+    }
+
+    /// The number the controller sends for `v` (its Go `int32` with `int32`).
+    pub fn sent(&self, v: i64) -> i64 {
+        if self.int32 { i64::from(v as i32) } else { v }
     }
 
     fn range_words(&self) -> String {
@@ -233,6 +257,10 @@ impl Param {
         value
             .split(sep.as_str())
             .map(|i| if self.trim { i.trim() } else { i })
+            .filter(|i| match &self.part {
+                Some((p, _)) if self.skip_empty_key => !i.is_empty() && !i.starts_with(p.as_str()),
+                _ => true,
+            })
             .map(|i| match &self.part {
                 Some((p, n)) => i.split(p.as_str()).nth(*n).unwrap_or(""),
                 None => i,
