@@ -19,10 +19,37 @@ pub struct ApiTable {
     pub code_base: Option<String>,
     /// Source key -> the API reference page, SDK model or controller file.
     pub sources: BTreeMap<String, String>,
+    /// A value of only white space reads as unset in `when`, `required` and `together`
+    /// (Volcengine: its controller's docs say an empty value is unset).
+    #[serde(default)]
+    pub blank_unset: bool,
+    /// The Service is the NLB side's when this annotation starts with this prefix (Volcengine:
+    /// an `nlb-` id); ACK's side is the controller that takes the Service.
+    pub nlb_when: Option<Prefix>,
     pub calls: Vec<Call>,
 }
 
-/// Which of a provider's controllers makes a call (ACK: CLB or NLB).
+/// An annotation that starts with `prefix`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Prefix {
+    pub annotation: String,
+    pub prefix: String,
+}
+
+impl ApiTable {
+    /// The value reads as unset (absent is passed as "").
+    pub fn unset(&self, value: &str) -> bool {
+        if self.blank_unset {
+            value.trim().is_empty()
+        } else {
+            value.is_empty()
+        }
+    }
+}
+
+/// Which of a provider's controllers makes a call (ACK: CLB or NLB; Volcengine: a CLB, or the
+/// NLB an `nlb-` id names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
@@ -292,10 +319,18 @@ fn parse(p: Provider, text: &str) -> ApiTable {
 static ALIBABA: LazyLock<ApiTable> =
     LazyLock::new(|| parse(Provider::Alibaba, include_str!("../data/alibaba-api.yaml")));
 
+static VOLCENGINE: LazyLock<ApiTable> = LazyLock::new(|| {
+    parse(
+        Provider::Volcengine,
+        include_str!("../data/volcengine-api.yaml"),
+    )
+});
+
 /// A provider's API rows (none for a cloud without a file).
 pub fn table(p: Provider) -> Option<&'static ApiTable> {
     match p {
         Provider::Alibaba => Some(&ALIBABA),
+        Provider::Volcengine => Some(&VOLCENGINE),
         _ => None,
     }
 }

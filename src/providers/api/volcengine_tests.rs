@@ -1,8 +1,11 @@
-//! `annotation-value-format` on Volcengine's API limits. Sources: CLB-NAME =
+//! Volcengine's API rows (providers/data/volcengine-api.yaml) through the webhook: the exact
+//! rule id, a passing and a failing case at each boundary. Sources: CLB-NAME =
 //! https://docs.byteplus.com/api/docs/clb/ModifyLoadBalancerAttributes (LoadBalancerName: 1-128
 //! characters, letters, digits, Chinese characters, '.', '_', '-', starting with a letter,
-//! digit or Chinese character); VCCM-ZH = volcengine/volcengine-cloud-controller-manager@903e85e:
-//! docs/zh/usage_zh.md (which values may be empty).
+//! digit or Chinese character); CLB-HEALTH = https://docs.byteplus.com/api/docs/clb/
+//! Editing-health-check (interval 1-300 s, timeout 1-60 s, thresholds 2-10); VCCM-ZH =
+//! volcengine/volcengine-cloud-controller-manager@903e85e:docs/zh/usage_zh.md (which values
+//! may be empty).
 
 use rstest::rstest;
 
@@ -55,16 +58,18 @@ fn clb_name_only_for_a_new_clb(#[case] id: &str, #[case] want: Expect) {
     expect(&create(s), &cfg(VOLC), RULE, want);
 }
 
-/// The message names the annotation, the value, what the API takes and the fix.
+/// The message names the annotation, the value, the parameter, what the API takes, the
+/// source and a value that passes.
 #[test]
 fn clb_name_message() {
     let v = expect(&create(new_clb("name", "web clb")), &cfg(VOLC), RULE, Deny);
     let msg = v.denial_message().unwrap();
     for part in [
-        "service.beta.kubernetes.io/volcengine-loadbalancer-name",
-        "\"web clb\" holds ' '",
-        "1 to 128 characters",
-        "rename it",
+        "service.beta.kubernetes.io/volcengine-loadbalancer-name is \"web clb\"",
+        "starting with a letter, digit or Chinese character",
+        "LoadBalancerName of CreateLoadBalancer",
+        "ModifyLoadBalancerAttributes",
+        "write e.g. \"web-clb\"",
     ] {
         assert!(msg.contains(part), "{msg}");
     }
@@ -77,9 +82,63 @@ fn clb_name_message() {
     assert!(
         long.denial_message()
             .unwrap()
-            .contains("has 200 characters"),
+            .contains("200 characters, the API takes 1 to 128"),
         "{long:?}"
     );
+}
+
+/// CLB-HEALTH: each HealthCheck.* row at both ends and one past, on a new CLB, a reused CLB
+/// and a reused NLB (the controller's documented ranges hold there too, as before). The
+/// thresholds take 2 (the API), not only 3-10 (the controller's table).
+#[rstest]
+#[case::interval_0("health-check-interval", "0", Deny)]
+#[case::interval_1("health-check-interval", "1", Pass)]
+#[case::interval_300("health-check-interval", "300", Pass)]
+#[case::interval_301("health-check-interval", "301", Deny)]
+#[case::timeout_0("health-check-connect-timeout", "0", Deny)]
+#[case::timeout_1("health-check-connect-timeout", "1", Pass)]
+#[case::timeout_60("health-check-connect-timeout", "60", Pass)]
+#[case::timeout_61("health-check-connect-timeout", "61", Deny)]
+#[case::healthy_1("healthy-threshold", "1", Deny)]
+#[case::healthy_2("healthy-threshold", "2", Pass)]
+#[case::healthy_10("healthy-threshold", "10", Pass)]
+#[case::healthy_11("healthy-threshold", "11", Deny)]
+#[case::unhealthy_1("unhealthy-threshold", "1", Deny)]
+#[case::unhealthy_2("unhealthy-threshold", "2", Pass)]
+#[case::unhealthy_10("unhealthy-threshold", "10", Pass)]
+#[case::unhealthy_11("unhealthy-threshold", "11", Deny)]
+#[case::negative("health-check-interval", "-1", Deny)]
+#[case::leading_zero("health-check-interval", "0300", Pass)]
+fn health_check_ranges(
+    #[case] name: &str,
+    #[case] value: &str,
+    #[case] want: Expect,
+    #[values(None, Some("clb-1"), Some("nlb-1"))] id: Option<&str>,
+) {
+    let s = match id {
+        Some(id) => lb().pa(Volcengine, "id", id).pa(Volcengine, name, value),
+        None => new_clb(name, value),
+    };
+    expect(&create(s), &cfg(VOLC), RULE, want);
+}
+
+/// The range's message names the API parameter and says what it takes.
+#[test]
+fn health_check_message() {
+    let v = expect(
+        &create(new_clb("healthy-threshold", "11")),
+        &cfg(VOLC),
+        RULE,
+        Deny,
+    );
+    let msg = v.denial_message().unwrap();
+    for part in [
+        "volcengine-loadbalancer-healthy-threshold is \"11\": 11 is outside 2 to 10",
+        "HealthCheck.HealthyThreshold of CreateListener/ModifyListenerAttributes",
+        "Editing-health-check",
+    ] {
+        assert!(msg.contains(part), "{msg}");
+    }
 }
 
 /// A live Service whose name the API already refused keeps it on update (warned, not denied),
