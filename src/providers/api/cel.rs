@@ -245,11 +245,16 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
                     CelCheck::new(
                         format!("{made} && !{}", set(cat, &p.from)),
                         cel::lit(&format!(
-                            "[dependent-annotations] {} is not set, but the cloud's API needs {} in {}; set it, e.g. \"{}\"",
+                            "[dependent-annotations] {} is not set, but the cloud's API needs {} in {}; set it, e.g. \"{}\"{}",
                             cat.key(&p.from),
                             p.name,
                             call.call,
-                            p.example
+                            p.example,
+                            p.instead.as_ref().map_or(String::new(), |i| format!(
+                                ", or set {} instead (then the controller makes no {})",
+                                cat.key(i),
+                                call.call
+                            ))
                         )),
                     )
                     .same_when("'required'"),

@@ -138,13 +138,18 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 _ if missing && param.required && rule == "dependent-annotations" => out.push(
                     annotation_field(&cat.key(&param.from)),
                     format!(
-                        "{} is not set, but the cloud's API needs {} in {}, which the {controller} controller makes for this Service ({}); set it, e.g. {}: \"{}\"",
+                        "{} is not set, but the cloud's API needs {} in {}, which the {controller} controller makes for this Service ({}); set it, e.g. {}: \"{}\"{}",
                         cat.key(&param.from),
                         param.name,
                         calls(),
                         source(),
                         cat.key(&param.from),
-                        param.example
+                        param.example,
+                        param.instead.as_ref().map_or(String::new(), |i| format!(
+                            ", or set {} instead (then the controller makes no {})",
+                            cat.key(i),
+                            call.call
+                        ))
                     ),
                 ),
                 Some(a) if rule != "dependent-annotations" => {

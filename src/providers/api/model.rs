@@ -124,6 +124,9 @@ pub struct Param {
     /// The API needs it: with the call made and the annotation absent, it is refused.
     #[serde(default)]
     pub required: bool,
+    /// With `required`: the annotation that, set instead, keeps the controller from making
+    /// the call (the other fix a message offers).
+    pub instead: Option<String>,
     /// Characters, inclusive.
     pub length: Option<(usize, usize)>,
     /// Matched against the whole value (anchored).

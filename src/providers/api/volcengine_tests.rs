@@ -169,3 +169,22 @@ fn clb_name_ratchets(#[case] old: &str, #[case] new: &str, #[case] want: Expect)
 fn empty_means_unset(#[case] name: &str, #[case] value: &str, #[case] want: Expect) {
     expect(&create(new_clb(name, value)), &cfg(VOLC), RULE, want);
 }
+
+/// A new CLB without `-subnet-id`: the message offers both fixes, the subnet or an existing
+/// load balancer (with `-id` no CreateLoadBalancer is made, so no SubnetId is needed).
+#[test]
+fn subnet_message_offers_reuse() {
+    let s = lb().pa(Volcengine, "address-type", "PUBLIC");
+    let v = expect(&create(s), &cfg(VOLC), "dependent-annotations", Deny);
+    let msg = v.denial_message().unwrap();
+    for part in [
+        "volcengine-loadbalancer-subnet-id is not set",
+        "SubnetId in CreateLoadBalancer",
+        "e.g. service.beta.kubernetes.io/volcengine-loadbalancer-subnet-id: \"subnet-2fe6example\"",
+        "or set service.beta.kubernetes.io/volcengine-loadbalancer-id instead",
+    ] {
+        assert!(msg.contains(part), "{msg}");
+    }
+    let reused = lb().pa(Volcengine, "id", "clb-1");
+    expect(&create(reused), &cfg(VOLC), "dependent-annotations", Pass);
+}
