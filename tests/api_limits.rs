@@ -7,9 +7,18 @@ use std::process::{Command, Stdio};
 
 #[test]
 fn alibaba_rows_name_fields_of_the_sdk_request_models() {
+    rows_name_fields_of_the_sdk_request_models("alibaba");
+}
+
+#[test]
+fn volcengine_rows_name_fields_of_the_sdk_request_models() {
+    rows_name_fields_of_the_sdk_request_models("volcengine");
+}
+
+fn rows_name_fields_of_the_sdk_request_models(provider: &str) {
     let root = env!("CARGO_MANIFEST_DIR");
     let text =
-        std::fs::read_to_string(format!("{root}/src/providers/data/alibaba-api.yaml")).unwrap();
+        std::fs::read_to_string(format!("{root}/src/providers/data/{provider}-api.yaml")).unwrap();
     let doc: serde_json::Value = lbguard::yaml::from_str(&text).unwrap();
     let mut child = Command::new("python3")
         .arg(format!("{root}/tests/api/sdk_params.py"))

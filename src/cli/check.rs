@@ -33,11 +33,6 @@ pub struct CheckArgs {
     pub output: Output,
     #[command(flatten)]
     pub facts: super::facts::InventoryArgs,
-    /// How long --inventory-cloud waits for the cloud, all load balancers together
-    /// (default: inventory.cloud.timeout; raise it for CI). What the cloud cannot answer in
-    /// time follows inventory.cloud.onError.
-    #[arg(long, value_name = "DURATION", requires = "inventory_cloud", value_parser = cloud_budget)]
-    pub cloud_timeout: Option<std::time::Duration>,
     /// Existing objects (Services, Nodes, Ingresses; `kubectl get svc,nodes,ingresses -A -o
     /// yaml`) for the cluster rules.
     #[arg(long = "cluster-state", value_name = "FILE")]
@@ -163,7 +158,7 @@ pub fn run(args: CheckArgs) -> ExitCode {
             .filter_map(|f| cloud.named_id(Some(&f.service)))
             .collect()
     };
-    let facts = match args.facts.read(&mut config, ids, args.cloud_timeout) {
+    let facts = match args.facts.read(&mut config, ids) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("lbguard check: {e}");
@@ -273,11 +268,5 @@ pub fn run(args: CheckArgs) -> ExitCode {
         ExitCode::from(1)
     } else {
         ExitCode::SUCCESS
-    }
-}
-fn cloud_budget(s: &str) -> Result<std::time::Duration, String> {
-    match crate::vocab::duration::parse_duration(s)? {
-        d if d.is_zero() => Err("must be more than 0".into()),
-        d => Ok(d),
     }
 }

@@ -78,9 +78,9 @@ fn config(args: &ExportArgs) -> Result<Config, String> {
 
 /// What `--list` says of the sizes it prints and of CEL cost.
 const SIZES_AND_COST: &str = "
-kubectl apply: the largest annotations of the rule's policies (the -advice one too) once client-side
-`kubectl apply` adds its copy of the object (kubectl.kubernetes.io/last-applied-configuration); the
-API server takes at most 256 KiB.
+kubectl apply: the largest annotations of the rule's policies (the -advice ones too; for a rule split
+into several policies, which is the largest) once client-side `kubectl apply` adds its copy of the
+object (kubectl.kubernetes.io/last-applied-configuration); the API server takes at most 256 KiB.
 CEL cost: the API server estimates none for ValidatingAdmissionPolicies (it compiles them untyped and
 refuses none for cost); it counts each request's actual cost and fails a policy past 1,000,000 for
 one expression or 10,000,000 for the policy (failurePolicy Fail then denies the request).
@@ -93,16 +93,29 @@ pub fn list(e: &Export, m: &Mutating) -> String {
         .exported
         .iter()
         .map(|x| {
-            let size = x.applied_size();
+            let (largest, size) = x.largest();
             let over = if size > ANNOTATIONS_LIMIT {
                 ": too big for client-side apply, use kubectl apply --server-side"
             } else {
                 ""
             };
+            // A split rule names its policies (the -advice ones aside) and its largest.
+            let names: Vec<&str> = x
+                .policies
+                .iter()
+                .map(|b| b.name())
+                .filter(|n| !n.ends_with("-advice"))
+                .collect();
+            let single = names.len() == 1 && names[0] == format!("lbguard-{}", x.rule.id);
+            let (split, of) = if !single {
+                (format!(" as {}", names.join(", ")), format!(" ({largest})"))
+            } else {
+                (String::new(), String::new())
+            };
             (
                 x.rule.id,
                 format!(
-                    "exported ({}); kubectl apply: {:.1} of 256 KiB{over}",
+                    "exported ({}{split}); kubectl apply: {:.1} of 256 KiB{of}{over}",
                     x.action.as_str(),
                     size as f64 / 1024.0
                 ),
@@ -151,7 +164,7 @@ pub fn render(e: &Export, m: &Mutating, format: Format) -> Result<String, String
         }
         Format::Yaml => {
             let mut out = String::from(
-                "# lbguard export-vap: one ValidatingAdmissionPolicy and binding per rule (a deny rule that also warns adds one named -advice, bound with Warn).\n",
+                "# lbguard export-vap: one ValidatingAdmissionPolicy and binding per rule (a deny rule that also warns adds one named -advice, bound with Warn; a rule too big for one is split per provider and part, named after them).\n",
             );
             if !m.objects.is_empty() {
                 out.push_str("# The config's defaults: the MutatingAdmissionPolicy lbguard-defaults and its binding, last (chart: vap.defaults=true).\n");
@@ -186,16 +199,15 @@ pub fn run(args: ExportArgs) -> ExitCode {
         outln!("{}", ids.join(","));
         return ExitCode::SUCCESS;
     }
-    for x in e
-        .exported
-        .iter()
-        .filter(|x| x.applied_size() > ANNOTATIONS_LIMIT)
-    {
-        eprintln!(
-            "lbguard export-vap: warning: the policies of {} are {:.1} KiB once client-side `kubectl apply` adds its copy, over the API server's 256 KiB for annotations: apply them with `kubectl apply --server-side`",
-            x.rule.id,
-            x.applied_size() as f64 / 1024.0
-        );
+    for x in &e.exported {
+        let (name, size) = x.largest();
+        if size > ANNOTATIONS_LIMIT {
+            eprintln!(
+                "lbguard export-vap: warning: {name} (rule {}) is {:.1} KiB once client-side `kubectl apply` adds its copy, over the API server's 256 KiB for annotations: apply it with `kubectl apply --server-side`",
+                x.rule.id,
+                size as f64 / 1024.0
+            );
+        }
     }
     match render(&e, &m, args.output) {
         Ok(s) => {

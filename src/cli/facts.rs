@@ -28,6 +28,18 @@ pub struct InventoryArgs {
     /// The cloud region for --inventory-cloud (overrides inventory.cloud.region).
     #[arg(long, requires = "inventory_cloud")]
     pub region: Option<String>,
+    /// How long --inventory-cloud waits for the cloud, all load balancers together
+    /// (default: inventory.cloud.timeout; raise it for CI). What the cloud cannot answer in
+    /// time follows inventory.cloud.onError.
+    #[arg(long, value_name = "DURATION", requires = "inventory_cloud", value_parser = cloud_budget)]
+    pub cloud_timeout: Option<Duration>,
+}
+
+fn cloud_budget(s: &str) -> Result<Duration, String> {
+    match crate::vocab::duration::parse_duration(s)? {
+        d if d.is_zero() => Err("must be more than 0".into()),
+        d => Ok(d),
+    }
 }
 
 impl InventoryArgs {
@@ -43,12 +55,11 @@ impl InventoryArgs {
 
     /// Loads the inventory file, then, with `--inventory-cloud`, asks the cloud about the
     /// ids `ids` picks with its client (the config's inventory.cloud is switched on), all
-    /// within `budget` (default: inventory.cloud.timeout).
+    /// within `--cloud-timeout` (default: inventory.cloud.timeout).
     pub fn read(
         &self,
         config: &mut Config,
         ids: impl FnOnce(&Cloud) -> Vec<String>,
-        budget: Option<Duration>,
     ) -> Result<Facts, String> {
         let file = match &config.inventory.path {
             None => None,
@@ -63,7 +74,9 @@ impl InventoryArgs {
         let mut ids = ids(&cloud);
         ids.sort();
         ids.dedup();
-        let budget = budget.unwrap_or(config.inventory.cloud.timeout.0);
+        let budget = self
+            .cloud_timeout
+            .unwrap_or(config.inventory.cloud.timeout.0);
         let view = fetch(&cloud, &ids, file.clone(), budget)?;
         Ok(Facts {
             file,

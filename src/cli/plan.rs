@@ -111,7 +111,7 @@ pub fn run(args: PlanArgs) -> ExitCode {
         }
         ids
     };
-    let facts = match args.facts.read(&mut config, ids, None) {
+    let facts = match args.facts.read(&mut config, ids) {
         Ok(f) => f,
         Err(e) => {
             eprintln!("lbguard plan: {e}");

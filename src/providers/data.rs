@@ -91,6 +91,14 @@ mod tests {
     #[case(Format::Int(vec![1]), "99999", true)]
     #[case(Format::Int(vec![1]), "+5", false)]
     #[case(Format::Int(vec![0]), "99999999999999999999", false)]
+    // Go int32(...) after strconv.Atoi: the range holds the 32-bit number sent.
+    #[case(Format::Atoi32(vec![10, 900]), "900", true)]
+    #[case(Format::Atoi32(vec![10, 900]), "901", false)]
+    #[case(Format::Atoi32(vec![10, 900]), "4294967306", true)] // sent as 10
+    #[case(Format::Atoi32(vec![10, 900]), "4294967305", false)] // sent as 9
+    #[case(Format::Atoi32(vec![10, 900]), "-4294967286", true)] // sent as 10
+    #[case(Format::Atoi32(vec![10, 900]), "+10", true)]
+    #[case(Format::Atoi32(vec![10, 900]), " 10", false)]
     #[case(Format::Json, r#"{"a":1}"#, true)]
     #[case(Format::Json, "[1]", false)]
     #[case(Format::Json, "{", false)]

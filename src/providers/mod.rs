@@ -34,23 +34,20 @@ pub fn defaults(p: Provider, ctx: &Ctx) -> Vec<Proposed> {
     }
 }
 
-/// What provider `p` documents inside its JSON annotations, field by field, the ranges
-/// that depend on the Service's listeners (Huawei's keepalive_timeout), and the API's limits
-/// a table format cannot say (Volcengine's CLB name): the problems of `value` (a value that
-/// passed the table's format) for annotation `name` (without the prefix) on `svc`.
+/// What provider `p` documents inside its JSON annotations, field by field, and the ranges
+/// that depend on the Service's listeners (Huawei's keepalive_timeout): the problems of
+/// `value` (a value that passed the table's format) for annotation `name` (without the
+/// prefix) on `svc`. The API's limits a table format cannot say are the API rows' (`api`).
 pub fn json_fields(p: Provider, name: &str, value: &str, svc: Svc) -> Vec<String> {
     match p {
         Provider::Huawei => huawei::json_fields(name, value, svc),
-        Provider::Volcengine => volcengine::value_limits(&volcengine::CATALOG, name, value, svc),
         _ => Vec::new(),
     }
 }
 
-/// The CEL of `json_fields`, where CEL can say it (Huawei's JSON cannot be read in CEL, and
-/// its export is refused before this is asked).
+/// The CEL of `json_fields` and of the API rows' value limits, where CEL can say them
+/// (Huawei's JSON cannot be read in CEL, and its export is refused before this is asked).
+/// Volcengine's NLB side is the API table's `nlbWhen`, so the controller test is `false`.
 pub fn json_fields_cel(cat: &Catalog) -> Vec<crate::vocab::rule::CelCheck> {
-    match cat.provider {
-        Provider::Volcengine => volcengine::value_limits_cel(cat),
-        _ => Vec::new(),
-    }
+    api::cel::checks(cat, "false", "annotation-value-format")
 }

@@ -5,11 +5,8 @@
 
 #[path = "volcengine_create.rs"]
 mod create;
-#[path = "volcengine_values.rs"]
-mod values;
 
 pub use create::{dependent_annotations, dependent_annotations_cel};
-pub use values::{value_limits, value_limits_cel};
 
 use super::data;
 use crate::vocab::action::Action;

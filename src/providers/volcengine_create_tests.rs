@@ -1,4 +1,6 @@
-//! Sources: VCCM = volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md (and
+//! The rows of providers/data/volcengine-api.yaml (SubnetId, MasterZoneId with SlaveZoneId,
+//! AclIds with AclStatus on) and volcengine_create.rs (two different zones), under
+//! `dependent-annotations`. Sources: VCCM = volcengine/volcengine-cloud-controller-manager@903e85e:docs/usage.md (and
 //! docs/zh/usage_zh.md); CLB-API = https://www.volcengine.com/docs/6406/71769 (CreateLoadBalancer);
 //! SDK = volcengine-python-sdk 5.0.54 volcenginesdkclb/models/create_load_balancer_request.py:612.
 
@@ -69,7 +71,9 @@ fn volcengine_acl_message() {
     let msg = v.denial_message().unwrap();
     assert!(
         msg.contains("volcengine-loadbalancer-acl-status: \"on\" needs service.beta.kubernetes.io/volcengine-loadbalancer-acl-id")
-            && msg.contains("set service.beta.kubernetes.io/volcengine-loadbalancer-acl-status to \"off\""),
+            && msg.contains("without AclIds")
+            && msg.contains("Access-control-list-01")
+            && msg.contains("or remove service.beta.kubernetes.io/volcengine-loadbalancer-acl-status"),
         "{msg}"
     );
 }

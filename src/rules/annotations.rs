@@ -87,6 +87,9 @@ fn annotation_value_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings)
             out.push(annotation_field(a.key), format!("{}: {why}", a.key));
         }
     }
+    // The cloud API's limits on the parameters the annotations become (providers/data/
+    // <provider>-api.yaml; ACK's are annotation-format's).
+    crate::providers::api::check(ctx, cat, "annotation-value-format", out);
 }
 
 /// Silent when the version is unknown: most clusters never configure it, and a warning on

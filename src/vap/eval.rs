@@ -107,19 +107,24 @@ pub fn failures(
     ] {
         ctx.add_variable(name, cel::to_value(v).expect("JSON converts"));
     }
-    let mut out = Vec::new();
     // A policy that does not apply says nothing: that is compared with the engine too.
     let exempt = config.exemptions.namespaces.contains(&input.namespace);
-    let policies = export.exported.iter().flat_map(|e| {
-        std::iter::once((e.rule.id, e.action, &e.policy)).chain(
-            e.advice
-                .iter()
-                .map(move |(p, _)| (e.rule.id, Action::Warn, p)),
-        )
-    });
+    let policies = export
+        .exported
+        .iter()
+        .flat_map(|e| e.policies.iter().map(|b| (e.rule.id, b.action, &b.policy)));
+    // A rule split into several policies says what they say together.
+    let mut out: Vec<(&'static str, Action, Vec<String>)> = Vec::new();
+    let mut push = |rule: &'static str, action: Action, mut failed: Vec<String>| match out
+        .iter_mut()
+        .find(|(r, a, _)| *r == rule && *a == action)
+    {
+        Some((.., f)) => f.append(&mut failed),
+        None => out.push((rule, action, failed)),
+    };
     for (rule, action, policy) in policies {
         if exempt {
-            out.push((rule, action, Vec::new()));
+            push(rule, action, Vec::new());
             continue;
         }
         let spec = policy.spec.as_ref().unwrap();
@@ -134,7 +139,7 @@ pub fn failures(
             .clone()
             .unwrap_or_default();
         if !ops.iter().any(|o| o == input.operation.as_str()) {
-            out.push((rule, action, Vec::new()));
+            push(rule, action, Vec::new());
             continue;
         }
         let matched = spec
@@ -143,7 +148,7 @@ pub fn failures(
             .flatten()
             .all(|c| run(&c.expression, &ctx) == Value::Bool(true));
         if !matched {
-            out.push((rule, action, Vec::new()));
+            push(rule, action, Vec::new());
             continue;
         }
         // The policy's variables, each evaluated once for the request, as the API server
@@ -183,7 +188,7 @@ pub fn failures(
                 other => panic!("validation gives {other:?}: {}", v.expression),
             }
         }
-        out.push((rule, action, failed));
+        push(rule, action, failed);
     }
     out
 }
@@ -237,7 +242,7 @@ pub fn assert_equivalent(
     };
     // A deny rule's warnings come from its advice policy; without one it must have none.
     for e in &export.exported {
-        if e.action == Action::Deny && e.advice.is_none() {
+        if e.action == Action::Deny && !e.policies.iter().any(|b| b.action == Action::Warn) {
             let warned = engine_says(e.rule.id, Action::Warn);
             assert!(
                 warned.is_empty(),

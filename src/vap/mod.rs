@@ -1,7 +1,9 @@
 //! `lbguard export-vap`: the rules that are pure functions of the Service (and, on updates,
 //! of the live Service) as ValidatingAdmissionPolicies, which the API server evaluates
 //! itself. One policy and one binding per rule: a binding has one action, and rules differ in
-//! theirs. The config is baked in: actions, exemptions, versions, providers.
+//! theirs; a rule too big for one policy (client-side `kubectl apply` stores at most 256 KiB)
+//! is one per provider and part (`CelCheck::part`). The config is baked in: actions,
+//! exemptions, versions, providers.
 //!
 //! Not exported: rules that read the cluster view or the inventory, rules whose CEL is not
 //! written, and rules the config turns off or has nothing to check for (a version rule when
@@ -40,12 +42,26 @@ use crate::vocab::rule::{Check, Gate, Rule, Vap, VapCtx};
 pub struct Exported {
     pub rule: &'static Rule,
     pub action: Action,
+    /// Its policies, each with its binding: `lbguard-<id>`, or for a rule whose checks name
+    /// parts (`CelCheck::part`) one per provider and part, `lbguard-<id>-<provider>[-<part>]`.
+    /// A deny rule's advisory checks (the engine's warnings whatever the action, e.g. weight
+    /// 0) are one more policy each, `<name>-advice`, bound with Warn: one binding has one
+    /// action.
+    pub policies: Vec<Bound>,
+}
+
+/// One policy, its binding and the action the binding has.
+#[derive(Debug, Clone)]
+pub struct Bound {
     pub policy: ValidatingAdmissionPolicy,
     pub binding: ValidatingAdmissionPolicyBinding,
-    /// A deny rule's advisory checks (the engine's warnings whatever the action, e.g. weight
-    /// 0), as a second policy `lbguard-<id>-advice` bound with Warn: one binding has one
-    /// action.
-    pub advice: Option<(ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding)>,
+    pub action: Action,
+}
+
+impl Bound {
+    pub fn name(&self) -> &str {
+        self.policy.metadata.name.as_deref().unwrap_or_default()
+    }
 }
 
 /// What `export` produced: the policies, and every other rule with the reason it is not one.
@@ -151,8 +167,9 @@ fn export_rule(
         Vap::Cel(f) => f,
     };
     let fixed = matches!(config.provider, ProviderChoice::Fixed(_));
-    let mut validations = Vec::new();
-    let mut advice = Vec::new();
+    // Per policy name: its validations and its advice.
+    let mut groups: Vec<(String, Vec<Validation>, Vec<Validation>)> = Vec::new();
+    let mut checks_of = Vec::new();
     let targets: Vec<Option<&'static Catalog>> = match rule.check {
         Check::Generic(_) => vec![None],
         Check::PerProvider(_) => providers(config, rule)
@@ -199,6 +216,12 @@ fn export_rule(
             ratchet,
         })
         .map_err(String::from)?;
+        checks_of.push((cat, applies_new, applies_old, checks));
+    }
+    let split = checks_of
+        .iter()
+        .any(|(_, _, _, cs)| cs.iter().any(|c| c.part.is_some()));
+    for (cat, applies_new, applies_old, checks) in checks_of {
         for c in checks {
             let violates_now = on(&c.violates, "object");
             // The engine lets an update keep a denial the live LoadBalancer already had
@@ -213,11 +236,23 @@ fn export_rule(
                 ),
                 _ => String::new(),
             };
-            let into = if c.advisory {
-                &mut advice
-            } else {
-                &mut validations
+            let mut name = format!("lbguard-{}", rule.id);
+            if split {
+                for p in cat.map(|c| c.provider.as_str()).into_iter().chain(c.part) {
+                    if !p.is_empty() {
+                        name = format!("{name}-{p}");
+                    }
+                }
+            }
+            let at = match groups.iter().position(|(n, ..)| *n == name) {
+                Some(i) => i,
+                None => {
+                    groups.push((name, Vec::new(), Vec::new()));
+                    groups.len() - 1
+                }
             };
+            let (_, validations, advice) = &mut groups[at];
+            let into = if c.advisory { advice } else { validations };
             into.push(Validation {
                 expression: format!(
                     "!({} && {applies_new} && ({violates_now})){ratchet}",
@@ -230,35 +265,30 @@ fn export_rule(
             });
         }
     }
-    // Under a warn action the advice is one more warning of the same policy.
-    if action != Action::Deny {
-        validations.append(&mut advice);
+    let mut policies = Vec::new();
+    for (name, mut validations, mut advice) in groups {
+        // Under a warn action the advice is one more warning of the same policy.
+        if action != Action::Deny {
+            validations.append(&mut advice);
+        }
+        for (name, validations, action) in [
+            (name.clone(), validations, action),
+            (format!("{name}-advice"), advice, Action::Warn),
+        ] {
+            if !validations.is_empty() {
+                policies.push(policy_and_binding(rule, config, name, validations, action));
+            }
+        }
     }
-    if validations.is_empty() {
+    // A rule with only advice under this config would export nothing it denies: as before,
+    // its main policy is what makes it exported.
+    if !policies.iter().any(|b| b.action == action) {
         return Err("nothing to check with this config (for example: the version is new enough, or the setting it guards is off)".into());
     }
-    let (policy, binding) = policy_and_binding(
-        rule,
-        config,
-        format!("lbguard-{}", rule.id),
-        validations,
-        action,
-    );
-    let advice = (!advice.is_empty()).then(|| {
-        policy_and_binding(
-            rule,
-            config,
-            format!("lbguard-{}-advice", rule.id),
-            advice,
-            Action::Warn,
-        )
-    });
     Ok(Exported {
         rule,
         action,
-        policy,
-        binding,
-        advice,
+        policies,
     })
 }
 
@@ -270,7 +300,7 @@ fn policy_and_binding(
     name: String,
     mut validations: Vec<Validation>,
     action: Action,
-) -> (ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding) {
+) -> Bound {
     let mut vars = vars::Vars::default();
     for v in &mut validations {
         v.expression = vars.resolve(&v.expression);
@@ -361,31 +391,44 @@ fn policy_and_binding(
             ..Default::default()
         }),
     };
-    (policy, binding)
+    Bound {
+        policy,
+        binding,
+        action,
+    }
 }
 
 impl Exported {
-    /// Its objects: the policy and binding, and the advice policy and binding if any.
+    /// Its objects: each policy and its binding.
     pub fn objects(&self) -> Vec<serde_json::Value> {
-        let mut out = vec![
-            with_kind(&self.policy, "ValidatingAdmissionPolicy"),
-            with_kind(&self.binding, "ValidatingAdmissionPolicyBinding"),
-        ];
-        if let Some((policy, binding)) = &self.advice {
-            out.push(with_kind(policy, "ValidatingAdmissionPolicy"));
-            out.push(with_kind(binding, "ValidatingAdmissionPolicyBinding"));
-        }
-        out
+        self.policies
+            .iter()
+            .flat_map(|b| {
+                [
+                    with_kind(&b.policy, "ValidatingAdmissionPolicy"),
+                    with_kind(&b.binding, "ValidatingAdmissionPolicyBinding"),
+                ]
+            })
+            .collect()
     }
 
     /// The largest of its objects' annotations once `kubectl apply` (client-side) added its
     /// copy of the object: what the API server holds to `apply::ANNOTATIONS_LIMIT`.
     pub fn applied_size(&self) -> usize {
+        self.largest().1
+    }
+
+    /// The name of its object with the largest annotations once `kubectl apply` added its
+    /// copy, and their size.
+    pub fn largest(&self) -> (String, usize) {
         self.objects()
             .iter()
-            .map(apply::annotations_size)
-            .max()
-            .unwrap_or(0)
+            .map(|o| {
+                let name = o["metadata"]["name"].as_str().unwrap_or_default();
+                (name.to_string(), apply::annotations_size(o))
+            })
+            .max_by_key(|(_, size)| *size)
+            .unwrap_or_default()
     }
 }
 

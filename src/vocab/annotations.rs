@@ -28,6 +28,9 @@ pub enum Format {
     /// A whole number as Go's `strconv.Atoi` reads it (a sign allowed, no spaces), in
     /// `[min, max]`.
     Atoi(Vec<i64>),
+    /// As `Atoi`, then kept as a Go `int32(...)`: the range holds the 32-bit number the
+    /// controller sends (`"4294967306"` is sent as 10).
+    Atoi32(Vec<i64>),
     /// One of these, in any case (the controller compares with Go's `strings.EqualFold`).
     EnumFold(Vec<String>),
     /// A JSON object.
@@ -97,6 +100,19 @@ impl Format {
                     "it is not a whole number as the controller's Go parser reads it ({e})"
                 )),
                 Ok(n) => in_range(n, range),
+            },
+            Format::Atoi32(range) => match super::go::atoi(value) {
+                Err(e) => Err(format!(
+                    "it is not a whole number as the controller's Go parser reads it ({e})"
+                )),
+                Ok(n) if i64::from(n as i32) == n => in_range(n, range),
+                Ok(n) => in_range(i64::from(n as i32), range).map_err(|why| {
+                    format!(
+                        "the controller keeps it as a 32-bit number (Go int32) and sends {}: {}",
+                        n as i32,
+                        why.trim_start_matches("it is ")
+                    )
+                }),
             },
             Format::EnumFold(_) => {
                 if self.values().any(|a| a.eq_ignore_ascii_case(value)) {
@@ -181,7 +197,7 @@ impl Format {
                 let list: Vec<String> = self.values().map(|v| format!("\"{v}\"")).collect();
                 format!("one of {} (any case)", list.join(", "))
             }
-            Format::Int(r) | Format::Atoi(r) => match (r.first(), r.get(1)) {
+            Format::Int(r) | Format::Atoi(r) | Format::Atoi32(r) => match (r.first(), r.get(1)) {
                 (Some(min), Some(max)) => format!("a whole number from {min} to {max}"),
                 (Some(min), None) => format!("a whole number of at least {min}"),
                 _ => "a whole number".into(),
@@ -204,7 +220,7 @@ impl Format {
             Format::Bool | Format::OnOff | Format::Enum(_) | Format::EnumFold(_) => {
                 format!("\"{}\"", self.values().next().unwrap_or_default())
             }
-            Format::Int(r) | Format::Atoi(r) => {
+            Format::Int(r) | Format::Atoi(r) | Format::Atoi32(r) => {
                 format!("\"{}\"", r.first().copied().unwrap_or(0))
             }
             Format::Json => "'{\"key\": \"value\"}'".into(),
@@ -224,7 +240,7 @@ impl Format {
             Format::Bool | Format::OnOff | Format::Enum(_) | Format::EnumFold(_) => {
                 Some("not-a-value".into())
             }
-            Format::Int(_) | Format::Atoi(_) => Some("1.5".into()),
+            Format::Int(_) | Format::Atoi(_) | Format::Atoi32(_) => Some("1.5".into()),
             Format::Json | Format::JsonObjects => Some("{not json".into()),
             Format::KeyValues => Some("novalue".into()),
         }
@@ -257,18 +273,23 @@ impl Format {
                 let values: Vec<&str> = values.iter().map(String::as_str).collect();
                 format!("{v}.lowerAscii() in {}", super::cel::list(&values))
             }
-            Format::Int(range) | Format::Atoi(range) => {
-                let re = if matches!(f, Format::Atoi(_)) {
-                    "^[+-]?0*[0-9]{1,18}$"
-                } else {
+            Format::Int(range) | Format::Atoi(range) | Format::Atoi32(range) => {
+                let re = if matches!(f, Format::Int(_)) {
                     "^-?[0-9]{1,18}$"
+                } else {
+                    "^[+-]?0*[0-9]{1,18}$"
+                };
+                let n = if matches!(f, Format::Atoi32(_)) {
+                    super::cel::int32(&format!("int({v})"))
+                } else {
+                    format!("int({v})")
                 };
                 let mut out = format!("{v}.matches({})", super::cel::lit(re));
                 if let Some(min) = range.first() {
-                    out.push_str(&format!(" && int({v}) >= {min}"));
+                    out.push_str(&format!(" && {n} >= {min}"));
                 }
                 if let Some(max) = range.get(1) {
-                    out.push_str(&format!(" && int({v}) <= {max}"));
+                    out.push_str(&format!(" && {n} <= {max}"));
                 }
                 out
             }

@@ -17,6 +17,12 @@ pub fn lit(s: &str) -> String {
     out
 }
 
+/// CEL for Go's `int32(n)` of an int expression `n` (Go's `%` and CEL's keep the dividend's
+/// sign, so the shift by 2^32 + 2^31 makes it positive before the last `%`).
+pub fn int32(n: &str) -> String {
+    format!("(({n} % 4294967296 + 6442450944) % 4294967296 - 2147483648)")
+}
+
 /// A CEL list of string literals.
 pub fn list(items: &[&str]) -> String {
     let items: Vec<String> = items.iter().map(|s| lit(s)).collect();

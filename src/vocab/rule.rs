@@ -137,6 +137,11 @@ pub struct CelCheck {
     pub message: String,
     /// A warning whatever the rule's action (the engine's advisory findings, e.g. weight 0).
     pub advisory: bool,
+    /// Which of the rule's policies holds it, for a rule too big for one (client-side
+    /// `kubectl apply` stores at most 256 KiB): a rule one of whose checks names a part is
+    /// exported as one policy per provider and part, `lbguard-<id>-<provider>[-<part>]`
+    /// (`""` the provider's first). `None`: the rule's one policy, or the provider's first.
+    pub part: Option<&'static str>,
 }
 
 impl CelCheck {
@@ -146,6 +151,7 @@ impl CelCheck {
             witness: None,
             message: message.into(),
             advisory: false,
+            part: None,
         }
     }
 
@@ -159,6 +165,12 @@ impl CelCheck {
 
     pub fn same_when(mut self, witness: impl Into<String>) -> Self {
         self.witness = Some(witness.into());
+        self
+    }
+
+    /// The check goes in the rule's policy `part` (see `part`).
+    pub fn in_part(mut self, part: &'static str) -> Self {
+        self.part = Some(part);
         self
     }
 }

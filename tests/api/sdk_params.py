@@ -13,7 +13,30 @@ def models(provider, side):
         else:
             import alibabacloud_slb20140515.models as m
         return m
+    if provider == "volcengine":
+        # The CLB SDK holds both the CLB calls and the NLB ones (CreateNLBListener, ...).
+        import volcenginesdkclb.models as m
+        return m
     raise SystemExit(f"no SDK for {provider}")
+
+
+def swagger_fits(m, model, name):
+    """Volcengine's swagger models: each part of a dotted name is an API key of
+    `attribute_map`, and `swagger_types` names the nested model of the next part."""
+    for i, part in enumerate(name.split(".")):
+        if part == "N":
+            continue
+        attrs = {v: k for k, v in model.attribute_map.items()}
+        if part not in attrs:
+            return False
+        kind = model.swagger_types[attrs[part]]
+        if kind.startswith("list["):
+            kind = kind[5:-1]
+        if i + 1 < len(name.split(".")):
+            model = getattr(m, kind, None)
+            if model is None:
+                return False
+    return True
 
 
 def nested(name, value):
@@ -62,7 +85,11 @@ def main():
             if "part" in p:
                 # One part of each entry: the API takes the entries as structures.
                 value = [{} for _ in value]
-            if not any(c is not None and fits(c, p["name"], value) for c in classes):
+            if doc["provider"] == "volcengine":
+                ok = any(c is not None and swagger_fits(m, c, p["name"]) for c in classes)
+            else:
+                ok = any(c is not None and fits(c, p["name"], value) for c in classes)
+            if not ok:
                 bad.append(f"{call['call']}.{p['name']}: not a field of {names}")
     for b in bad:
         print(b)

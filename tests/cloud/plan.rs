@@ -196,6 +196,16 @@ async fn a_cloud_failure_is_an_error_not_a_load_balancer_without_listeners() {
         );
         assert!(!p.out.contains("! listener"), "{fault}: {}", p.out);
     }
+    // --cloud-timeout replaces the config's 2 s budget, as it does for `check`.
+    mock.fault(Some("slow"), 4.0).await;
+    let p = plan(
+        Provider::Alibaba,
+        &mock,
+        &["--inventory-cloud", "--cloud-timeout", "500ms"],
+        &files,
+    );
+    assert_eq!(p.code, Some(2), "{}{}", p.out, p.err);
+    assert!(p.err.contains("no answer within 500 ms"), "{}", p.err);
     mock.fault(None, 0.0).await;
 
     // Not found is the cloud's answer, not a failure: lb-exists denies the Service.

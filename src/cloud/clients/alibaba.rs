@@ -58,28 +58,21 @@ pub(crate) async fn fetch_many(
     let mut lbs = Vec::new();
     let what = format!("{} load balancers from {}", ids.len(), ids[0]);
     if nlb {
-        let mut pager = Pager::new(what.clone());
-        let mut token: Option<String> = None;
-        loop {
-            let mut query = indexed("LoadBalancerIds", ids);
-            query.push(("MaxResults".into(), "100".into()));
-            if let Some(t) = &token {
-                query.push(("NextToken".into(), t.clone()));
-            }
-            let Some(page) = rpc(call, "nlb", NLB_VERSION, "ListLoadBalancers", query).await?
-            else {
-                return Err(pager.vanished());
-            };
-            for a in page["LoadBalancers"].as_array().into_iter().flatten() {
-                if let Some(id) = listed(a, ids) {
-                    lbs.push(new_lb(id, LbKind::Nlb, a));
+        let query = indexed("LoadBalancerIds", ids);
+        pages(
+            call,
+            Api::Nlb("ListLoadBalancers"),
+            query,
+            what.clone(),
+            |page| {
+                for a in page["LoadBalancers"].as_array().into_iter().flatten() {
+                    if let Some(id) = listed(a, ids) {
+                        lbs.push(new_lb(id, LbKind::Nlb, a));
+                    }
                 }
-            }
-            token = pager.next(page["NextToken"].as_str().unwrap_or_default())?;
-            if token.is_none() {
-                break;
-            }
-        }
+            },
+        )
+        .await?;
     } else {
         let mut pager = Pager::new(what.clone());
         let mut read = 0;
@@ -118,27 +111,13 @@ pub(crate) async fn fetch_many(
         return Ok(lbs);
     }
     let found: Vec<String> = lbs.iter().map(|lb| lb.id.clone()).collect();
-    let mut pager = Pager::new(format!("listeners of {what}"));
-    let mut token: Option<String> = None;
-    loop {
-        let (product, version, action, key) = if nlb {
-            ("nlb", NLB_VERSION, "ListListeners", "LoadBalancerIds")
-        } else {
-            (
-                "slb",
-                SLB_VERSION,
-                "DescribeLoadBalancerListeners",
-                "LoadBalancerId",
-            )
-        };
-        let mut query = indexed(key, &found);
-        query.push(("MaxResults".into(), "100".into()));
-        if let Some(t) = &token {
-            query.push(("NextToken".into(), t.clone()));
-        }
-        let Some(page) = rpc(call, product, version, action, query).await? else {
-            return Err(pager.vanished());
-        };
+    let (api, key) = if nlb {
+        (Api::Nlb("ListListeners"), "LoadBalancerIds")
+    } else {
+        (Api::Slb("DescribeLoadBalancerListeners"), "LoadBalancerId")
+    };
+    let what = format!("listeners of {what}");
+    pages(call, api, indexed(key, &found), what, |page| {
         for l in page["Listeners"].as_array().into_iter().flatten() {
             let Some(lb) = lbs
                 .iter_mut()
@@ -163,11 +142,8 @@ pub(crate) async fn fetch_many(
                 call.cluster_id(),
             );
         }
-        token = pager.next(page["NextToken"].as_str().unwrap_or_default())?;
-        if token.is_none() {
-            break;
-        }
-    }
+    })
+    .await?;
     if nlb {
         // One list per VPC a round, shared by the NLBs in it (and by their facts in memory).
         let mut vpcs: Vec<String> = lbs.iter().filter_map(|lb| lb.vpc_id.clone()).collect();
@@ -194,32 +170,63 @@ pub(crate) async fn fetch_many(
 }
 
 /// Every server group in `vpc`, paged; `None` (not known) when the list cannot be read to its
-/// end (too many pages, a page token twice): a call that fails is an error, never "none".
+/// end (a page "not found", too many pages, a page token twice): a call that fails is an
+/// error, never "none".
 async fn server_groups(call: &Call<'_>, vpc: &str) -> Result<Groups, CloudError> {
-    let mut pager = Pager::new(format!("server groups of {vpc}"));
-    let mut token: Option<String> = None;
     let mut groups = Vec::new();
-    loop {
-        let mut query = vec![
-            ("VpcId".to_string(), vpc.to_string()),
-            ("MaxResults".to_string(), "100".to_string()),
-        ];
-        if let Some(t) = &token {
-            query.push(("NextToken".into(), t.clone()));
-        }
-        let Some(page) = rpc(call, "nlb", NLB_VERSION, "ListServerGroups", query).await? else {
-            return Ok(None);
-        };
+    let query = vec![("VpcId".to_string(), vpc.to_string())];
+    let what = format!("server groups of {vpc}");
+    let read = pages(call, Api::Nlb("ListServerGroups"), query, what, |page| {
         for g in page["ServerGroups"].as_array().into_iter().flatten() {
             if let Some(id) = non_empty(&g["ServerGroupId"]) {
                 let kind = non_empty(&g["ServerGroupType"]).unwrap_or_default();
                 groups.push(ServerGroup { id, kind });
             }
         }
-        match pager.next(page["NextToken"].as_str().unwrap_or_default()) {
-            Ok(Some(t)) => token = Some(t),
-            Ok(None) => return Ok(Some(groups.into())),
-            Err(_) => return Ok(None),
+    })
+    .await;
+    match read {
+        Ok(()) => Ok(Some(groups.into())),
+        Err(CloudError::Incomplete(_)) => Ok(None),
+        Err(e) => Err(e),
+    }
+}
+
+/// An API that pages with `MaxResults` and `NextToken`.
+#[derive(Clone, Copy)]
+enum Api {
+    Nlb(&'static str),
+    Slb(&'static str),
+}
+
+/// Follows `NextToken` to the list's end, each page handed to `each`. A page answering "not
+/// found", a repeated token or too many pages is `CloudError::Incomplete`, never a cut list.
+async fn pages(
+    call: &Call<'_>,
+    api: Api,
+    query: Vec<(String, String)>,
+    what: String,
+    mut each: impl FnMut(&Value),
+) -> Result<(), CloudError> {
+    let (product, version, action) = match api {
+        Api::Nlb(a) => ("nlb", NLB_VERSION, a),
+        Api::Slb(a) => ("slb", SLB_VERSION, a),
+    };
+    let mut pager = Pager::new(what);
+    let mut token: Option<String> = None;
+    loop {
+        let mut q = query.clone();
+        q.push(("MaxResults".into(), "100".into()));
+        if let Some(t) = token.take() {
+            q.push(("NextToken".into(), t));
+        }
+        let Some(page) = rpc(call, product, version, action, q).await? else {
+            return Err(pager.vanished());
+        };
+        each(&page);
+        token = pager.next(page["NextToken"].as_str().unwrap_or_default())?;
+        if token.is_none() {
+            return Ok(());
         }
     }
 }
@@ -431,34 +438,26 @@ async fn nlb(call: &Call<'_>, id: &str) -> Result<Fact, CloudError> {
         return Ok(Fact::NotFound);
     };
     let mut lb = new_lb(id, LbKind::Nlb, &attrs);
-    let mut pager = Pager::new(format!("listeners of {id}"));
-    let mut token: Option<String> = None;
-    loop {
-        let mut query = vec![
-            ("LoadBalancerIds.1".to_string(), id.to_string()),
-            ("MaxResults".to_string(), "100".to_string()),
-        ];
-        if let Some(t) = &token {
-            query.push(("NextToken".into(), t.clone()));
-        }
-        let Some(page) = rpc(call, "nlb", NLB_VERSION, "ListListeners", query).await? else {
-            return Err(pager.vanished());
-        };
-        for l in page["Listeners"].as_array().into_iter().flatten() {
-            listener(
-                &mut lb,
-                &l["ListenerPort"],
-                &l["ListenerProtocol"],
-                l["ListenerDescription"].as_str().unwrap_or_default(),
-                nlb_owner,
-                call.cluster_id(),
-            );
-        }
-        token = pager.next(page["NextToken"].as_str().unwrap_or_default())?;
-        if token.is_none() {
-            break;
-        }
-    }
+    let query = vec![("LoadBalancerIds.1".to_string(), id.to_string())];
+    pages(
+        call,
+        Api::Nlb("ListListeners"),
+        query,
+        format!("listeners of {id}"),
+        |page| {
+            for l in page["Listeners"].as_array().into_iter().flatten() {
+                listener(
+                    &mut lb,
+                    &l["ListenerPort"],
+                    &l["ListenerProtocol"],
+                    l["ListenerDescription"].as_str().unwrap_or_default(),
+                    nlb_owner,
+                    call.cluster_id(),
+                );
+            }
+        },
+    )
+    .await?;
     if let Some(vpc) = lb.vpc_id.clone() {
         lb.server_groups = server_groups(call, &vpc).await?;
     }

@@ -65,12 +65,16 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     let Some(cat) = v.cat else { return Ok(vec![]) };
     let nlb_s = is_nlb(v);
     let nlb = on(&nlb_s, "object");
-    let mut out = values(cat, &nlb_s)?;
-    out.extend(crate::providers::api::cel::checks(
-        cat,
-        &nlb_s,
-        "annotation-format",
-    ));
+    // Three policies (`lbguard-annotation-format-alibaba[-values|-api]`): together they are
+    // too big for client-side `kubectl apply`, and the tables grow.
+    let values: Vec<CelCheck> = values(cat, &nlb_s)?
+        .into_iter()
+        .map(|c| c.in_part("values"))
+        .collect();
+    let api = crate::providers::api::cel::checks(cat, &nlb_s, "annotation-format")
+        .into_iter()
+        .map(|c| c.in_part("api"));
+    let mut out = Vec::new();
     let clb_protocols = cel::list(CLB_PROTOCOLS);
     let nlb_protocols: Vec<String> = NLB_PROTOCOLS
         .iter()
@@ -153,6 +157,8 @@ pub fn annotation_format(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
         )
         .same_when("'zone-maps'"),
     );
+    out.extend(values);
+    out.extend(api);
     Ok(out)
 }
 

@@ -11,7 +11,7 @@
 //! nlbv2/loadbalancer.go:56-58 and :639-666 (zone-maps), nlbv2/server_groups.go:1389-1399.
 
 use super::value::{group_id_ok, names_service_port, protocol_ok};
-use crate::vocab::annotations::{Entry, Table};
+use crate::vocab::annotations::{Entry, Format, Table};
 use crate::vocab::catalog::{Annot, Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::go;
@@ -71,6 +71,11 @@ fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
                 "the {controller} controller fails on every resync with \"{}\"",
                 t.replace("{value}", a.value).trim_end()
             ),
+            // NLB numbers kept as Go int32 are set only when not 0 (nlb/listener.go:188-190,
+            // :239-241; nlb/servergroup.go:314-328, :409-423): 0 is a no-op, a typo.
+            _ if matches!(format, Format::Atoi32(_)) && go::atoi(a.value) == Ok(0) => {
+                "the NLB controller sends nothing for 0, so the cloud keeps what it has and the value does nothing (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/provider/alibaba/nlb/listener.go:188-190, nlb/servergroup.go:314-328); it is refused as a typo".to_string()
+            }
             _ => match unused_by(svc, cat, e, nlb) {
                 Some(unused) => unused,
                 None => {

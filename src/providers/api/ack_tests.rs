@@ -40,8 +40,6 @@ const D: &str = "dependent-annotations";
 #[case::connect_port_1("udp", "health-check-connect-port", "1", F, Pass)]
 #[case::name_80("tcp", "name", &"n".repeat(80), F, Pass)]
 #[case::name_81("tcp", "name", &"n".repeat(81), F, Deny)]
-#[case::spec_other_cloud("tcp", "spec", "slb.s9.small", F, Deny)]
-#[case::spec_ok("tcp", "spec", "slb.s3.large", F, Pass)]
 #[case::acl_without_type("tcp", "acl-status", "on", D, Deny)]
 #[case::drain_without_timeout("tcp", "connection-drain", "on", D, Deny)]
 #[case::drain_off("tcp", "connection-drain", "off", D, Pass)]
@@ -83,25 +81,38 @@ fn clb_connect_port_zero_is_not_sent(#[case] value: &str, #[case] unsent: bool) 
     assert_eq!(m.contains("which the cloud's API refuses"), !unsent, "{m}");
 }
 
-#[test]
-fn clb_spec_is_not_checked_for_pay_by_lcu() {
-    let s = lb().pa(Alibaba, "instance-charge-type", "PayByCLCU").pa(
-        Alibaba,
-        "spec",
-        "slb.lcu.elastic",
-    );
-    expect(&create(s), &cfg(""), F, Pass);
+/// LoadBalancerSpec (CLB API CreateLoadBalancer: "If InstanceChargeType is set to
+/// PayByCLCU, this parameter is invalid"): held to the specs only beside PayBySpec. Without
+/// instance-charge-type the controller creates a pay-by-LCU instance (model/load_balancer.go:
+/// 41-43, clbv1/loadbalancer.go:417-419), so the spec is not checked then.
+#[rstest]
+#[case::spec_other_cloud(Some("PayBySpec"), "slb.s9.small", Deny)]
+#[case::spec_any_case(Some("paybyspec"), "slb.s9.small", Deny)] // IsPayBySpec: EqualFold
+#[case::spec_large(Some("PayBySpec"), "slb.s3.large", Pass)]
+#[case::spec_small(Some("PayBySpec"), "slb.s1.small", Pass)]
+#[case::lcu(Some("PayByCLCU"), "slb.lcu.elastic", Pass)]
+#[case::absent_is_lcu(None, "slb.s9.small", Pass)] // the controller sends PayByCLCU
+fn clb_spec(#[case] charge: Option<&str>, #[case] spec: &str, #[case] want: Expect) {
+    let mut s = lb().pa(Alibaba, "spec", spec);
+    if let Some(c) = charge {
+        s = s.pa(Alibaba, "instance-charge-type", c);
+    }
+    expect(&create(s), &cfg(""), F, want);
 }
 
-/// additional-resource-tags on a CLB: each `key=value` entry becomes Tag.N.Key/Tag.N.Value of
-/// CreateLoadBalancer and TagResources (annotations.go:238-268, clbv1/loadbalancer.go:271,
-/// slb/loadbalancer.go:394-403, clbv1/loadbalancer.go:232-237); the limits are those of the
-/// CLB API's CreateLoadBalancer and TagResources Tag parameters (SDK alibabacloud-slb20140515
-/// 3.3.31 CreateLoadBalancerRequestTag, TagResourcesRequestTag).
+/// additional-resource-tags on a CLB and an NLB: each `key=value` entry becomes
+/// Tag.N.Key/Tag.N.Value of CreateLoadBalancer and TagResources (annotations.go:238-268;
+/// CLB: clbv1/loadbalancer.go:271, slb/loadbalancer.go:394-403, clbv1/loadbalancer.go:232-237;
+/// NLB: nlbv2/loadbalancer.go:77, nlb/loadbalancer.go:156-164, :583-593); the limits are the
+/// same in both APIs' CreateLoadBalancer and TagResources Tag parameters (SDK
+/// alibabacloud-slb20140515 3.3.31, alibabacloud-nlb20220430 4.1.3 CreateLoadBalancerRequestTag,
+/// TagResourcesRequestTag).
 #[rstest]
 #[case::plain("team=web,env=prod", Pass)]
 #[case::key_only("team", Pass)] // a key alone sends an empty value, which the API takes
 #[case::empty_key_skipped("=v,team=web", Pass)] // annotations.go:251-257 sends no empty key
+#[case::empty_key_reserved_value_skipped("=acs:x,team=web", Pass)] // nor its value
+#[case::empty_key_long_value_skipped(&format!("={}", "v".repeat(129)), Pass)]
 #[case::trailing_comma("team=web,", Pass)] // an empty entry has an empty key: skipped
 #[case::spaces_trimmed(" team=web , env=prod ", Pass)] // annotations.go:242, :248 trim
 #[case::key_64(&format!("{}=v", "k".repeat(64)), Pass)] // Key: at most 64 characters
@@ -115,8 +126,11 @@ fn clb_spec_is_not_checked_for_pay_by_lcu() {
 #[case::value_acs("k=acs:web", Deny)] // Value: must not start with acs:
 #[case::value_aliyun("env=prod,k=aliyun", Deny)] // Value: must not start with aliyun
 #[case::value_https("k=https://example.com", Deny)] // Value: must not contain https://
-fn clb_tags(#[case] value: &str, #[case] want: Expect) {
-    let s = lb().pa(Alibaba, "additional-resource-tags", value);
+fn tags(#[case] value: &str, #[case] want: Expect, #[values(false, true)] nlb: bool) {
+    let mut s = lb().pa(Alibaba, "additional-resource-tags", value);
+    if nlb {
+        s = s.class(NLB).pa(Alibaba, "zone-maps", ZONES);
+    }
     expect(&create(s), &cfg(""), F, want);
 }
 
@@ -197,6 +211,22 @@ fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 #[case::domain_clb_ip(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-domain", "$_ip")], F, Deny)]
 #[case::domain_81(&[("health-check-flag", "on"), ("health-check-type", "http"), ("health-check-domain", &*"d".repeat(81))], F, Deny)]
 #[case::domain_flag_off(&[("health-check-flag", "off"), ("health-check-type", "http"), ("health-check-domain", "a_b")], F, Pass)]
+// CreateListener/UpdateListenerAttribute IdleTimeout: 10-900 s for TCP and TCPSSL, 10-20 s for
+// UDP; nlbv2/listeners.go:194-200 sets it on every listener.
+#[case::idle_udp_10(&[("protocol-port", "udp:80"), ("idle-timeout", "10")], F, Pass)]
+#[case::idle_udp_20(&[("protocol-port", "udp:80"), ("idle-timeout", "20")], F, Pass)]
+#[case::idle_udp_21(&[("protocol-port", "udp:80"), ("idle-timeout", "21")], F, Deny)]
+#[case::idle_tcp_21(&[("idle-timeout", "21")], F, Pass)]
+// Kept as Go int32(...) (nlbv2/listeners.go:199, server_groups.go:1223, :1284): the range
+// holds the 32-bit number sent; 2^32 + 10 is sent as 10.
+#[case::idle_wraps_to_10(&[("idle-timeout", "4294967306")], F, Pass)]
+#[case::idle_wraps_to_9(&[("idle-timeout", "4294967305")], F, Deny)]
+#[case::idle_udp_wraps_to_21(&[("protocol-port", "udp:80"), ("idle-timeout", "4294967317")], F, Deny)]
+#[case::cps_wraps_to_0(&[("cps", "4294967296")], F, Pass)]
+#[case::drain_wraps_to_10(&[("connection-drain", "on"), ("connection-drain-timeout", "4294967306")], F, Pass)]
+#[case::drain_wraps_to_9(&[("connection-drain", "on"), ("connection-drain-timeout", "4294967305")], F, Deny)]
+#[case::interval_wraps_to_5(&[("health-check-flag", "on"), ("health-check-type", "tcp"), ("health-check-interval", "4294967301")], F, Pass)]
+#[case::interval_wraps_to_51(&[("health-check-flag", "on"), ("health-check-type", "tcp"), ("health-check-interval", "4294967347")], F, Deny)]
 fn nlb_rows(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Expect) {
     let mut s = lb().class(NLB);
     if !anns.iter().any(|(k, _)| *k == "zone-maps") {
@@ -204,6 +234,25 @@ fn nlb_rows(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Exp
     }
     let s = anns.iter().fold(s, |s, (k, v)| s.pa(Alibaba, k, v));
     expect(&create(s), &cfg(""), rule, want);
+}
+
+/// NLB numbers the controller keeps as Go int32 and sends only when not 0: a wrapped value is
+/// refused for the number it becomes, 0 as a typo (nlb/listener.go:188-190,
+/// nlb/servergroup.go:314-328), and neither message says the API refuses what it never gets.
+#[rstest]
+#[case::idle_zero(&[("idle-timeout", "0")], "sends nothing for 0")]
+#[case::interval_zero(&[("health-check-flag", "on"), ("health-check-interval", "0")], "sends nothing for 0")]
+#[case::idle_wrapped(&[("idle-timeout", "4294967305")], "sends 9")]
+#[case::drain_wrapped(&[("connection-drain", "on"), ("connection-drain-timeout", "4294967305")], "sends 9, which is outside 10 to 900")]
+fn nlb_number_messages(#[case] anns: &[(&str, &str)], #[case] says: &str) {
+    let s = lb().class(NLB).pa(Alibaba, "zone-maps", ZONES);
+    let s = anns.iter().fold(s, |s, (k, v)| s.pa(Alibaba, k, v));
+    let v = expect(&create(s), &cfg(""), F, Deny);
+    let m = v.denial_message().unwrap();
+    assert!(m.contains(says), "{m}");
+    if says.starts_with("sends nothing") {
+        assert!(!m.contains("API refuses"), "{m}");
+    }
 }
 
 /// A reused NLB gets no ZoneMappings from the controller.

@@ -9,9 +9,19 @@ use crate::vocab::rule::CelCheck;
 /// A number as Go's `strconv.Atoi` reads it (as the catalog's CEL).
 const ATOI: &str = "^[+-]?0*[0-9]{1,18}$";
 
-fn set(cat: &Catalog, name: &str) -> String {
+/// The annotation is present and not empty: its value is sent and held to the row.
+fn present(cat: &Catalog, name: &str) -> String {
     let a = catalog_annotation(cat, name);
     format!("({} && {} != '')", a.present, a.value)
+}
+
+/// The annotation is set: present and not empty (with the table's `blankUnset`: not only
+/// white space).
+fn set(cat: &Catalog, name: &str) -> String {
+    let a = catalog_annotation(cat, name);
+    let blank = super::model::table(cat.provider).is_some_and(|t| t.blank_unset);
+    let trim = if blank { ".trim()" } else { "" };
+    format!("({} && {}{trim} != '')", a.present, a.value)
 }
 
 fn lower_list(items: &[String]) -> String {
@@ -126,8 +136,13 @@ fn item_bad(p: &Param) -> String {
     }
     if let Some((min, max)) = p.range {
         let also: Vec<String> = p.also_numbers.iter().map(i64::to_string).collect();
+        let n = if p.int32 {
+            cel::int32("int(i)")
+        } else {
+            "int(i)".to_string()
+        };
         bad.push(format!(
-            "!(i.matches({}) && ((int(i) >= {min} && int(i) <= {max}) || int(i) in [{}]))",
+            "!(i.matches({}) && (({n} >= {min} && {n} <= {max}) || {n} in [{}]))",
             cel::lit(ATOI),
             also.join(", ")
         ));
@@ -164,6 +179,12 @@ fn value_bad(cat: &Catalog, p: &Param) -> String {
     if p.trim {
         items = format!("{items}.map(i, i.trim())");
     }
+    if let Some((s, _)) = p.part.as_ref().filter(|_| p.skip_empty_key) {
+        items = format!(
+            "{items}.filter(i, i != '' && !i.startsWith({s}))",
+            s = cel::lit(s)
+        );
+    }
     if let Some((s, n)) = &p.part {
         items = format!(
             "{items}.map(i, size(i.split({s})) > {n} ? i.split({s})[{n}] : '')",
@@ -188,11 +209,26 @@ fn esc(s: &str) -> String {
         .replace('"', "\\\"")
 }
 
-/// The checks of the rows `rule` owns, for a provider whose NLB test is `nlb`.
+/// The checks of the rows `rule` owns (`dependent-annotations`, or the provider's value rule:
+/// `annotation-format` on ACK, `annotation-value-format` elsewhere), for a provider whose NLB
+/// test is `nlb` (or the table's `nlbWhen`).
 pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
     let Some(table) = super::model::table(cat.provider) else {
         return Vec::new();
     };
+    let nlb = match &table.nlb_when {
+        Some(w) => {
+            let a = catalog_annotation(cat, &w.annotation);
+            format!(
+                "({nlb} || ({} && {}.startsWith({})))",
+                a.present,
+                a.value,
+                cel::lit(&w.prefix)
+            )
+        }
+        None => nlb.to_string(),
+    };
+    let nlb = nlb.as_str();
     let mut out = Vec::new();
     // (violation, calls made, message, witness)
     let mut limits: Vec<(String, Vec<String>, String, String)> = Vec::new();
@@ -205,17 +241,36 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
             );
             let a = catalog_annotation(cat, &p.from);
             match rule {
-                "annotation-format" => {
+                "dependent-annotations" if p.required => out.push(
+                    CelCheck::new(
+                        format!("{made} && !{}", set(cat, &p.from)),
+                        cel::lit(&format!(
+                            "[dependent-annotations] {} is not set, but the cloud's API needs {} in {}; set it, e.g. \"{}\"{}",
+                            cat.key(&p.from),
+                            p.name,
+                            call.call,
+                            p.example,
+                            p.instead.as_ref().map_or(String::new(), |i| format!(
+                                ", or set {} instead (then the controller makes no {})",
+                                cat.key(i),
+                                call.call
+                            ))
+                        )),
+                    )
+                    .same_when("'required'"),
+                ),
+                "dependent-annotations" => {}
+                _ => {
                     // Rows with the same limits on the same annotation (one per listener
                     // call) are one check: the policy stays small.
-                    let bad = format!("{} && {}", set(cat, &p.from), value_bad(cat, p));
+                    let bad = format!("{} && {}", present(cat, &p.from), value_bad(cat, p));
                     match limits.iter_mut().find(|(b, ..)| *b == bad) {
                         Some((_, made_in, ..)) => made_in.push(made),
                         None => limits.push((
                             bad,
                             vec![made],
                             format!(
-                                "'[annotation-format] ' + {} + ' is \"' + {} + '\": the cloud\\'s API refuses it as {} (allowed: {}); write e.g. \"{}\"'",
+                                "'[{rule}] ' + {} + ' is \"' + {} + '\": the cloud\\'s API refuses it as {} (allowed: {}); write e.g. \"{}\"'",
                                 a.key,
                                 a.value,
                                 p.name,
@@ -226,20 +281,6 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
                         )),
                     }
                 }
-                "dependent-annotations" if p.required => out.push(
-                    CelCheck::new(
-                        format!("{made} && !{}", set(cat, &p.from)),
-                        cel::lit(&format!(
-                            "[dependent-annotations] {} is not set, but the cloud's API needs {} in {}; set it, e.g. \"{}\"",
-                            cat.key(&p.from),
-                            p.name,
-                            call.call,
-                            p.example
-                        )),
-                    )
-                    .same_when("'required'"),
-                ),
-                _ => {}
             }
         }
         if rule != "dependent-annotations" {

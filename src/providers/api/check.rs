@@ -5,6 +5,7 @@ use super::model::{ApiTable, Call, Cond, Param, Side};
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
+use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
 
 /// A listener the controller makes: the Service port and its protocol (lower case).
@@ -39,15 +40,15 @@ pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
         .collect()
 }
 
-fn holds(cat: &Catalog, svc: Svc, c: &Cond) -> bool {
+fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
     let value = cat.get(svc, &c.annotation).map_or("", |a| a.value);
     if !c.not_in.is_empty() {
         return !c.not_in.iter().any(|v| v.eq_ignore_ascii_case(value));
     }
     if c.present == Some(false) {
-        return value.is_empty();
+        return table.unset(value);
     }
-    if value.is_empty() {
+    if table.unset(value) {
         return false;
     }
     c.one_of.is_empty()
@@ -77,22 +78,38 @@ fn ports_for(call: &Call, row: Option<&Vec<String>>, listeners: &[Listener]) -> 
     )
 }
 
-/// Findings of the rows owned by `rule` (`annotation-format`: value limits;
-/// `dependent-annotations`: required parameters and parameters that go together).
+/// The side whose controller takes the Service: ACK's NLB controller, or (Volcengine) the
+/// annotation the table's `nlbWhen` names starting with its prefix.
+fn side(ctx: &Ctx, cat: &Catalog, svc: Svc, table: &ApiTable) -> Side {
+    let by_prefix = table.nlb_when.as_ref().is_some_and(|w| {
+        cat.get(svc, &w.annotation)
+            .is_some_and(|a| a.value.starts_with(w.prefix.as_str()))
+    });
+    if ctx.is_nlb(cat.provider) || by_prefix {
+        Side::Nlb
+    } else {
+        Side::Clb
+    }
+}
+
+/// Findings of the rows owned by `rule` (`dependent-annotations`: required parameters and
+/// parameters that go together; the provider's value rule, `annotation-format` on ACK and
+/// `annotation-value-format` elsewhere: value limits).
 pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
     let (Some(svc), Some(table)) = (ctx.new, super::model::table(cat.provider)) else {
         return;
     };
-    let side = if ctx.is_nlb(cat.provider) {
-        Side::Nlb
-    } else {
-        Side::Clb
-    };
+    let side = side(ctx, cat, svc, table);
     let listeners = listeners(cat, svc);
-    let controller = if side == Side::Nlb { "NLB" } else { "CLB" };
+    // ACK has a controller per side; the other clouds one cloud controller for both.
+    let controller = match (cat.provider, side) {
+        (Provider::Alibaba, Side::Nlb) => "NLB",
+        (Provider::Alibaba, Side::Clb) => "CLB",
+        _ => "cloud",
+    };
     for call in &table.calls {
         if call.controller.is_some_and(|c| c != side)
-            || !call.when.iter().all(|c| holds(cat, svc, c))
+            || !call.when.iter().all(|c| holds(table, cat, svc, c))
         {
             continue;
         }
@@ -107,7 +124,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 .join("/")
         };
         for param in &call.params {
-            if !param.when.iter().all(|c| holds(cat, svc, c)) {
+            if !param.when.iter().all(|c| holds(table, cat, svc, c)) {
                 continue;
             }
             let ports = ports_for(call, param.protocols.as_ref(), &listeners);
@@ -116,28 +133,34 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             }
             let sent = cat.get(svc, &param.from).filter(|a| !a.value.is_empty());
             let source = || source(table, param.source.as_ref().unwrap_or(&call.source));
+            let missing = sent.is_none_or(|a| table.unset(a.value));
             match sent {
-                None if param.required && rule == "dependent-annotations" => out.push(
+                _ if missing && param.required && rule == "dependent-annotations" => out.push(
                     annotation_field(&cat.key(&param.from)),
                     format!(
-                        "{} is not set, but the cloud's API needs {} in {}, which the {controller} controller makes for this Service ({}); set it, e.g. {}: \"{}\"",
+                        "{} is not set, but the cloud's API needs {} in {}, which the {controller} controller makes for this Service ({}); set it, e.g. {}: \"{}\"{}",
                         cat.key(&param.from),
                         param.name,
                         calls(),
                         source(),
                         cat.key(&param.from),
-                        param.example
+                        param.example,
+                        param.instead.as_ref().map_or(String::new(), |i| format!(
+                            ", or set {} instead (then the controller makes no {})",
+                            cat.key(i),
+                            call.call
+                        ))
                     ),
                 ),
-                Some(a) if rule == "annotation-format" => {
+                Some(a) if rule != "dependent-annotations" => {
                     if let Some(why) = value_error(param, a.value)
-                        && !table_refuses(cat.table(), side, &param.from, a.value)
+                        && !table_refuses(cat.table(), rule, side, &param.from, a.value)
                     {
                         let message = if param.zero_unsent
                             && crate::vocab::go::atoi(a.value) == Ok(0)
                         {
                             format!(
-                                "{} is \"{}\": {why}; the {controller} controller sends no {} for 0, so the listener keeps what it has and the value does nothing ({}); it is refused as a typo: write e.g. \"{}\", or remove the annotation",
+                                "{} is \"{}\": {why}; the {controller} controller sends no {} for 0, so the cloud keeps what it has and the value does nothing ({}); it is refused as a typo: write e.g. \"{}\", or remove the annotation",
                                 a.key,
                                 a.value,
                                 param.name,
@@ -170,7 +193,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             continue;
         }
         for t in &call.together {
-            if !holds(cat, svc, &t.when) {
+            if !holds(table, cat, svc, &t.when) {
                 continue;
             }
             let Some(a) = cat.get(svc, &t.when.annotation) else {
@@ -180,7 +203,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             let calls = calls();
             // One finding per missing annotation: the message depends on nothing else.
             for n in &t.need {
-                if cat.get(svc, n).is_some_and(|b| !b.value.is_empty()) {
+                if cat.get(svc, n).is_some_and(|b| !table.unset(b.value)) {
                     continue;
                 }
                 out.push(
@@ -205,12 +228,13 @@ fn source<'t>(table: &'t ApiTable, key: &'t String) -> &'t str {
     table.sources.get(key).map_or(key.as_str(), String::as_str)
 }
 
-/// The annotation table's own format already refuses the value (reported once, there).
-fn table_refuses(table: &Table, side: Side, name: &str, value: &str) -> bool {
+/// The annotation table's own format, checked under the same rule, already refuses the value
+/// (reported once, there). An entry without `rule` is `annotation-value-format`'s.
+fn table_refuses(table: &Table, rule: &str, side: Side, name: &str, value: &str) -> bool {
     table
         .annotations
         .iter()
-        .find(|e| e.name == name && e.rule.as_deref() == Some("annotation-format"))
+        .find(|e| e.name == name && e.rule.as_deref().unwrap_or("annotation-value-format") == rule)
         .is_some_and(|e| {
             Table::format_for(e, side == Side::Nlb)
                 .check(value)

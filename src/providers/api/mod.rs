@@ -18,3 +18,7 @@ mod tests;
 #[cfg(test)]
 #[path = "ack_tests.rs"]
 mod ack_tests;
+
+#[cfg(test)]
+#[path = "volcengine_tests.rs"]
+mod volcengine_tests;

@@ -19,10 +19,37 @@ pub struct ApiTable {
     pub code_base: Option<String>,
     /// Source key -> the API reference page, SDK model or controller file.
     pub sources: BTreeMap<String, String>,
+    /// A value of only white space reads as unset in `when`, `required` and `together`
+    /// (Volcengine: its controller's docs say an empty value is unset).
+    #[serde(default)]
+    pub blank_unset: bool,
+    /// The Service is the NLB side's when this annotation starts with this prefix (Volcengine:
+    /// an `nlb-` id); ACK's side is the controller that takes the Service.
+    pub nlb_when: Option<Prefix>,
     pub calls: Vec<Call>,
 }
 
-/// Which of a provider's controllers makes a call (ACK: CLB or NLB).
+/// An annotation that starts with `prefix`.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+pub struct Prefix {
+    pub annotation: String,
+    pub prefix: String,
+}
+
+impl ApiTable {
+    /// The value reads as unset (absent is passed as "").
+    pub fn unset(&self, value: &str) -> bool {
+        if self.blank_unset {
+            value.trim().is_empty()
+        } else {
+            value.is_empty()
+        }
+    }
+}
+
+/// Which of a provider's controllers makes a call (ACK: CLB or NLB; Volcengine: a CLB, or the
+/// NLB an `nlb-` id names).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Side {
@@ -90,9 +117,16 @@ pub struct Param {
     pub trim: bool,
     /// With `split`: each item is this part of it (`[":", 0]`: the zone of `zone:vsw`).
     pub part: Option<(String, usize)>,
+    /// With `part`: the controller skips an entry with nothing before the first separator (a
+    /// tag without a key), so it is not checked.
+    #[serde(default)]
+    pub skip_empty_key: bool,
     /// The API needs it: with the call made and the annotation absent, it is refused.
     #[serde(default)]
     pub required: bool,
+    /// With `required`: the annotation that, set instead, keeps the controller from making
+    /// the call (the other fix a message offers).
+    pub instead: Option<String>,
     /// Characters, inclusive.
     pub length: Option<(usize, usize)>,
     /// Matched against the whole value (anchored).
@@ -120,6 +154,10 @@ pub struct Param {
     /// as a typo, and the message says so instead of naming the API.
     #[serde(default)]
     pub zero_unsent: bool,
+    /// The controller keeps the number as a Go `int32(...)`: `range` holds the 32-bit number
+    /// it sends (`"4294967306"` is sent as 10).
+    #[serde(default)]
+    pub int32: bool,
     /// With `split`: how many items.
     pub count: Option<(usize, usize)>,
     #[serde(default)]
@@ -176,8 +214,19 @@ impl Param {
         }
         if let Some((min, max)) = self.range {
             return match crate::vocab::go::atoi(item) {
-                Ok(v) if (min..=max).contains(&v) || self.also_numbers.contains(&v) => None,
-                Ok(v) => Some(format!("{v} is outside {}", self.range_words())),
+                Ok(v) => {
+                    let sent = self.sent(v);
+                    if (min..=max).contains(&sent) || self.also_numbers.contains(&sent) {
+                        None
+                    } else if sent != v {
+                        Some(format!(
+                            "the controller keeps it as a 32-bit number (Go int32) and sends {sent}, which is outside {}",
+                            self.range_words()
+                        ))
+                    } else {
+                        Some(format!("{v} is outside {}", self.range_words()))
+                    }
+                }
                 Err(_) => Some(format!("\"{item}\" is not a whole number")),
             };
         }
@@ -198,6 +247,11 @@ impl Param {
             (Some(e), Some(m)) => e || m,
         };
         (!ok).then(|| format!("\"{item}\" is not {}", self.allowed()))
+    }
+
+    /// The number the controller sends for `v` (its Go `int32` with `int32`).
+    pub fn sent(&self, v: i64) -> i64 {
+        if self.int32 { i64::from(v as i32) } else { v }
     }
 
     fn range_words(&self) -> String {
@@ -233,6 +287,10 @@ impl Param {
         value
             .split(sep.as_str())
             .map(|i| if self.trim { i.trim() } else { i })
+            .filter(|i| match &self.part {
+                Some((p, _)) if self.skip_empty_key => !i.is_empty() && !i.starts_with(p.as_str()),
+                _ => true,
+            })
             .map(|i| match &self.part {
                 Some((p, n)) => i.split(p.as_str()).nth(*n).unwrap_or(""),
                 None => i,
@@ -264,10 +322,18 @@ fn parse(p: Provider, text: &str) -> ApiTable {
 static ALIBABA: LazyLock<ApiTable> =
     LazyLock::new(|| parse(Provider::Alibaba, include_str!("../data/alibaba-api.yaml")));
 
+static VOLCENGINE: LazyLock<ApiTable> = LazyLock::new(|| {
+    parse(
+        Provider::Volcengine,
+        include_str!("../data/volcengine-api.yaml"),
+    )
+});
+
 /// A provider's API rows (none for a cloud without a file).
 pub fn table(p: Provider) -> Option<&'static ApiTable> {
     match p {
         Provider::Alibaba => Some(&ALIBABA),
+        Provider::Volcengine => Some(&VOLCENGINE),
         _ => None,
     }
 }

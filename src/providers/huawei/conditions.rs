@@ -18,6 +18,16 @@ pub(super) fn layer7(cat: &Catalog, svc: Svc) -> bool {
     })
 }
 
+/// Whether `protocol-port` has an entry with one of `protocols`.
+pub(super) fn protocol_in(cat: &Catalog, svc: Svc, protocols: &[&str]) -> bool {
+    cat.get(svc, "protocol-port").is_some_and(|a| {
+        protocol_entries(a.value)
+            .0
+            .iter()
+            .any(|(p, _, _)| protocols.contains(p))
+    })
+}
+
 /// CEL: `$s`'s protocol-port has an entry with one of `protocols`.
 pub(super) fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {
     let a = catalog_annotation(cat, "protocol-port");

@@ -4,7 +4,8 @@
 //! HW-0684 = https://support.huaweicloud.com/usermanual-cce/cce_10_0684.html;
 //! OTC-0729 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/services/
 //! loadbalancer/configuring_timeout_for_a_loadbalancer_service.rst; OTC-0683 = the same at
-//! .../configuring_http_https_for_a_loadbalancer_service.rst.
+//! .../configuring_http_https_for_a_loadbalancer_service.rst; OTC-0916 = the same at
+//! .../enabling_a_loadbalancer_service_to_obtain_the_client_ip_address.rst.
 
 use crate::vocab::catalog::{Annot, Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
@@ -15,6 +16,25 @@ use crate::vocab::service::Svc;
 
 /// Listener timeouts that only HTTP and HTTPS listeners take.
 const TIMEOUTS_L7: [&str; 2] = ["client_timeout", "member_timeout"];
+
+/// Certificates only HTTPS and TLS listeners take: the name, what it becomes, and the source.
+/// `client-ca-cert-id`: client_ca_tls_container_ref, "仅TLS和HTTPS协议监听器支持该字段"
+/// (huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py), mutual authentication of an
+/// HTTPS listener (OTC-0683 :71-76, :161). `tls-certificate-ids`: sni_container_refs, "HTTPS
+/// must be enabled" (OTC-0385 :399), "If Frontend Protocol is set to HTTPS or TLS, you must
+/// determine whether to add an SNI certificate" (OTC-0683 :78).
+const TLS_ONLY: [(&str, &str, &str); 2] = [
+    (
+        "client-ca-cert-id",
+        "the listener's client_ca_tls_container_ref (mutual authentication)",
+        "taken only by TLS and HTTPS listeners (ELB API)",
+    ),
+    (
+        "tls-certificate-ids",
+        "the listener's sni_container_refs (SNI certificates)",
+        "used only on an HTTPS listener (CCE: HTTPS must be enabled)",
+    ),
+];
 
 /// An annotation that is there with a non-empty value (empty reads as unset).
 fn set<'a>(cat: &Catalog, svc: Svc<'a>, name: &str) -> Option<Annot<'a>> {
@@ -110,6 +130,49 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
                     format!("{}: \"{}\" needs an HTTP or HTTPS listener, but {} has no http or https entry, so every listener is TCP or UDP and the ELB takes no {name} on it (CCE: only HTTP and HTTPS are supported); add e.g. {}: \"http:{}\", or remove {}", t.key, t.value, cat.key("protocol-port"), cat.key("protocol-port"), new.port_numbers().next().unwrap_or(80), t.key),
                 );
             }
+        }
+    }
+    // Certificates only a TLS or HTTPS listener takes (see `TLS_ONLY`).
+    if !super::conditions::protocol_in(cat, new, &["https", "tls"])
+        && !super::listeners::skipping(cat, new)
+    {
+        for (name, what, why) in TLS_ONLY {
+            if let Some(c) = set(cat, new, name) {
+                out.push(
+                    annotation_field(c.key),
+                    format!("{}: \"{}\" needs an HTTPS or TLS listener, but {} has no https or tls entry: {what} is {why}; add e.g. {}: \"https:{}\" with {}, or remove {}", c.key, c.value, cat.key("protocol-port"), cat.key("protocol-port"), new.port_numbers().next().unwrap_or(443), cat.key("cert-id"), c.key),
+                );
+            }
+        }
+    }
+    // The ELB API's transparent_client_ip_enable: "共享型LB的HTTP/HTTPS监听器只支持设置为true" and
+    // "独享型负载均衡器所有协议的监听器只支持设置为true" (huaweicloudDocs/elb@1d83a96:cn.zh-cn/
+    // API参考/创建监听器.md:383-395; huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py);
+    // CCE: "available only when a shared load balancer is used to create a LoadBalancer Service
+    // that is TCP/UDP-compliant" (OTC-0385 :608-611), "If a dedicated load balancer is used, the
+    // function of obtaining the client IP address is enabled by default" (OTC-0916 :12, :67).
+    // So "false" is refused on a dedicated ELB and on any HTTP/HTTPS listener; "true" is taken.
+    if let Some(t) = set(cat, new, "transparent-client-ip")
+        && t.value == "false"
+        && !super::listeners::skipping(cat, new)
+    {
+        let dedicated = cat
+            .get(new, "class")
+            .is_some_and(|c| c.value == "performance");
+        let listeners = if dedicated {
+            Some("a dedicated ELB (elb.class: performance) takes only true on every listener")
+        } else if super::conditions::layer7(cat, new) {
+            Some(
+                "HTTP and HTTPS listeners (an http or https entry in elb.protocol-port) take only true",
+            )
+        } else {
+            None
+        };
+        if let Some(which) = listeners {
+            out.push(
+                annotation_field(t.key),
+                format!("{}: \"false\" cannot be applied: {which} (the ELB API's transparent_client_ip_enable), and the client IP is always passed there (CCE: the annotation is only for a shared ELB's TCP/UDP Services); remove {}", t.key, t.key),
+            );
         }
     }
     // OTC-0385 Table 11: an IP address group id needs "both kubernetes.io/elb.acl-status and
@@ -238,6 +301,36 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
             .same_when(t.value.clone()),
         );
     }
+    let tls = super::conditions::protocol_in_cel(cat, &["https", "tls"]);
+    for (name, _, _) in TLS_ONLY {
+        let c = a(name);
+        out.push(
+            CelCheck::new(
+                format!("{} && !{tls} && !{skipping}", set(name)),
+                format!(
+                    "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs an HTTPS or TLS listener (an https or tls entry in {}); add one, or remove it'",
+                    c.key,
+                    c.value,
+                    cat.key("protocol-port")
+                ),
+            )
+            .same_when(c.value.clone()),
+        );
+    }
+    let (tci, class) = (a("transparent-client-ip"), a("class"));
+    out.push(
+        CelCheck::new(
+            format!(
+                "{} && {} == 'false' && !{skipping} && (({} && {} == 'performance') || {http})",
+                tci.present, tci.value, class.present, class.value
+            ),
+            format!(
+                "'[dependent-annotations] ' + {} + ': \"false\" cannot be applied: a dedicated ELB and HTTP/HTTPS listeners take only true (the ELB API\\'s transparent_client_ip_enable); remove it'",
+                tci.key
+            ),
+        )
+        .same_when("'w4'"),
+    );
     for need in ["acl-status", "acl-type"] {
         out.push(
             CelCheck::new(

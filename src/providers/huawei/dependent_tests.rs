@@ -75,6 +75,32 @@ fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
 #[case::dedicated_http_21(&[("class", "performance"), ("protocol-port", "http:21")], Pass)]
 #[case::unknown_class_http_21(&[("protocol-port", "http:21")], Pass)]
 #[case::tls_skip_managed(&[("protocol-port", "tls:80"), ("skip-managed-listener", "true")], Pass)]
+// ELB API client_ca_tls_container_ref "仅TLS和HTTPS协议监听器支持该字段" (create_listener_option.py;
+// OTC-0683 :161): the CA certificate needs an HTTPS or TLS listener.
+#[case::ca_tcp(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1")], Deny)]
+#[case::ca_tcp_entry(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1"), ("protocol-port", "tcp:80")], Deny)]
+#[case::ca_http(&[("client-ca-cert-id", "ca-1"), ("protocol-port", "http:80")], Deny)]
+#[case::ca_https(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1"), ("protocol-port", "https:80")], Pass)]
+#[case::ca_tls(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1"), ("protocol-port", "tls:80")], Pass)]
+#[case::ca_empty(&[("client-ca-cert-id", "")], Pass)]
+#[case::ca_skip_managed(&[("client-ca-cert-id", "ca-1"), ("skip-managed-listener", "true")], Pass)]
+// OTC-0385 :399 "HTTPS must be enabled" (SNI, OTC-0683 :78 HTTPS or TLS).
+#[case::sni_tcp(&[("tls-certificate-ids", "c-2,c-3")], Deny)]
+#[case::sni_http(&[("tls-certificate-ids", "c-2"), ("protocol-port", "http:80")], Deny)]
+#[case::sni_https(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "https:80")], Pass)]
+#[case::sni_tls(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "tls:80")], Pass)]
+#[case::sni_https_upper_is_not_https(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "HTTPS:80")], Deny)]
+// ELB API transparent_client_ip_enable (创建监听器.md:383-395): only true on a dedicated ELB and on
+// HTTP/HTTPS listeners; a shared ELB's TCP/UDP listeners take both (OTC-0385 :608-611).
+#[case::tci_dedicated_false(&[("class", "performance"), ("transparent-client-ip", "false")], Deny)]
+#[case::tci_dedicated_true(&[("class", "performance"), ("transparent-client-ip", "true")], Pass)]
+#[case::tci_shared_tcp_false(&[("class", "union"), ("transparent-client-ip", "false")], Pass)]
+#[case::tci_shared_tcp_true(&[("class", "union"), ("transparent-client-ip", "true")], Pass)]
+#[case::tci_shared_http_false(&[("class", "union"), ("transparent-client-ip", "false"), ("protocol-port", "http:80")], Deny)]
+#[case::tci_shared_http_true(&[("class", "union"), ("transparent-client-ip", "true"), ("protocol-port", "http:80")], Pass)]
+#[case::tci_unknown_class_https_false(&[("transparent-client-ip", "false"), ("protocol-port", "https:80"), ("cert-id", "c-1")], Deny)]
+#[case::tci_unknown_class_tcp_false(&[("transparent-client-ip", "false")], Pass)]
+#[case::tci_dedicated_skip_managed(&[("class", "performance"), ("transparent-client-ip", "false"), ("skip-managed-listener", "true")], Pass)]
 fn huawei_dependent(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
     expect(&create(svc(pairs)), &cfg(V), RULE, want);
 }

@@ -3,7 +3,9 @@
 //! protocol: TCP, UDP (and TLS) 10-4000 s, HTTP and HTTPS 0-4000 s (PyPI huaweicloudsdkelb
 //! 3.1.219 v3/model/create_listener_option.py keepalive_timeout; ELB FAQ elb_faq_0309
 //! https://support.huaweicloud.com/intl/en-us/elb_faq/elb_faq_0309.html; CCE's table, OTC-0385
-//! Table 13). The annotation table's own check keeps 0-4000, the widest.
+//! Table 13). TLS: the SDK text names TCP, UDP and IP only; the FAQ's 2025 revision lists
+//! "TCP/UDP/TLS ... 10s to 4000s" (https://support.huaweicloud.com/intl/ja-jp/elb_faq/
+//! elb_faq_0309.html, updated 2025-06-30). The annotation table's own check keeps 0-4000.
 
 use crate::vocab::annotations::parse_int;
 use crate::vocab::service::Svc;
