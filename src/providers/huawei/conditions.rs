@@ -10,12 +10,7 @@ use crate::vocab::version::{KubeVersion, VersionOf};
 
 /// Whether `protocol-port` has an http or https entry (a layer-7 listener).
 pub(super) fn layer7(cat: &Catalog, svc: Svc) -> bool {
-    cat.get(svc, "protocol-port").is_some_and(|a| {
-        protocol_entries(a.value)
-            .0
-            .iter()
-            .any(|(p, _, _)| *p == "http" || *p == "https")
-    })
+    protocol_in(cat, svc, &["http", "https"])
 }
 
 /// Whether `protocol-port` has an entry with one of `protocols`.
