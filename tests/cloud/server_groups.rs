@@ -110,6 +110,26 @@ async fn a_server_group_the_cached_list_lacks_is_asked_again_once_not_fresh() {
     mock.assert_clean().await;
 }
 
+/// 45 NLBs (`nlb-bulk-0` to `-44`) in one VPC with a server group each, a cloud reading them,
+/// and their ids; the credentials directory lives as long as the last value.
+async fn bulk_nlbs(
+    mock: &Mock,
+) -> (
+    std::sync::Arc<lbguard::cloud::Cloud>,
+    std::collections::HashSet<String>,
+    tempfile::TempDir,
+) {
+    mock.control(
+        "bulk",
+        json!({"provider": "alibaba", "count": 45, "kind": "nlb", "vpcs": 1, "serverGroups": 1}),
+    )
+    .await;
+    let creds = creds_dir(Provider::Alibaba, AK, SK);
+    let cloud = library_cloud(Provider::Alibaba, mock, creds.path(), "    qps: 1000\n");
+    let named = (0..45).map(|i| format!("nlb-bulk-{i}")).collect();
+    (cloud, named, creds)
+}
+
 /// A background round over 45 NLBs in one VPC (three batches of 20): the VPC's server groups
 /// are listed once for the round, not once a batch, and every NLB's fact holds the one list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -117,15 +137,7 @@ async fn a_round_lists_a_vpcs_server_groups_once_and_its_nlbs_share_them() {
     let Some(mock) = Mock::start("loadBalancers: []").await else {
         return;
     };
-    mock.control(
-        "bulk",
-        json!({"provider": "alibaba", "count": 45, "kind": "nlb", "vpcs": 1, "serverGroups": 1}),
-    )
-    .await;
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let cloud = library_cloud(Provider::Alibaba, &mock, creds.path(), "    qps: 1000\n");
-    let named: std::collections::HashSet<String> =
-        (0..45).map(|i| format!("nlb-bulk-{i}")).collect();
+    let (cloud, named, _creds) = bulk_nlbs(&mock).await;
     mock.control("reset", json!({})).await;
     cloud.refresh_round(&named).await;
     let calls = mock.control("calls", json!({})).await;
@@ -159,15 +171,7 @@ async fn a_round_whose_server_group_list_fails_keeps_no_fact() {
     let Some(mock) = Mock::start("loadBalancers: []").await else {
         return;
     };
-    mock.control(
-        "bulk",
-        json!({"provider": "alibaba", "count": 45, "kind": "nlb", "vpcs": 1, "serverGroups": 1}),
-    )
-    .await;
-    let creds = creds_dir(Provider::Alibaba, AK, SK);
-    let cloud = library_cloud(Provider::Alibaba, &mock, creds.path(), "    qps: 1000\n");
-    let named: std::collections::HashSet<String> =
-        (0..45).map(|i| format!("nlb-bulk-{i}")).collect();
+    let (cloud, named, _creds) = bulk_nlbs(&mock).await;
     mock.fault(Some("serverGroupsFail"), 0.0).await;
     mock.control("reset", json!({})).await;
     cloud.refresh_round(&named).await;
