@@ -257,6 +257,8 @@ pub async fn start(
         tracing::info!(namespace = %namespace, "listener claims enabled");
         app.enable_claims(client.clone(), &namespace);
     }
+    // Sent when the server stops taking connections; the audit stops writing then.
+    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     if let Some(client) = &opts.client {
         let m = Arc::clone(&metrics);
         crate::cluster::watch::spawn(
@@ -283,7 +285,7 @@ pub async fn start(
                 }),
             );
         }
-        spawn_audit(Arc::clone(&app), Some(client.clone()));
+        spawn_audit(Arc::clone(&app), Some(client.clone()), stop_rx.clone());
     }
     if let Some(client) = &opts.client
         && app.config.ccm.auto()
@@ -295,7 +297,6 @@ pub async fn start(
         .await
         .with_context(|| format!("binding {}", opts.addr))?;
     let addr = listener.local_addr()?;
-    let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let metrics_auth = match (
         opts.metrics_secure,
         opts.metrics_auth_client.as_ref().or(opts.client.as_ref()),

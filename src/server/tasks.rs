@@ -103,12 +103,18 @@ fn exceptions_metric(
 const EXCEPTIONS_SYNC_WAIT: Duration = Duration::from_secs(60);
 
 /// Runs the audit every `audit.interval`, and records Events when `audit.events` is on.
-pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
+/// Stops when `stop` turns true, so a stopping replica leaves no round half written and
+/// no warnings from a client that is shutting down.
+pub(super) fn spawn_audit(
+    app: AppState,
+    client: Option<kube::Client>,
+    mut stop: tokio::sync::watch::Receiver<bool>,
+) {
     let every = app.config.audit.interval.0;
     if every.is_zero() {
         return;
     }
-    tokio::spawn(async move {
+    let rounds = async move {
         let mut announced = std::collections::HashSet::new();
         let mut ignored_announced = std::collections::HashSet::new();
         let mut reports_failing = std::collections::BTreeMap::new();
@@ -162,6 +168,12 @@ pub(super) fn spawn_audit(app: AppState, client: Option<kube::Client>) {
                         .inc();
                 }
             }
+        }
+    };
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = rounds => {}
+            _ = stop.wait_for(|s| *s) => tracing::debug!("audit stopped"),
         }
     });
 }

@@ -259,11 +259,22 @@ async fn a_stopping_replica_deletes_its_lease(env: &mut Env) {
     let log = {
         let p = env.lbguard.replicas[1].proc.as_mut().unwrap();
         p.terminate(Duration::from_secs(30));
-        p.tail(5)
+        p.tail(200)
     };
+    let since_stop: Vec<&str> = log
+        .lines()
+        .skip_while(|l| !l.contains("shutting down"))
+        .collect();
     assert!(
-        log.contains("stopped"),
+        since_stop
+            .iter()
+            .any(|l| l.contains("\"message\":\"stopped\"")),
         "replica 1 did not stop cleanly:\n{log}"
+    );
+    // The audit stops with the server: no report round against a client going away.
+    assert!(
+        !since_stop.iter().any(|l| l.contains("policy report")),
+        "replica 1 wrote reports while stopping:\n{log}"
     );
     env.lbguard.replicas[1].proc = None;
     assert_eq!(
