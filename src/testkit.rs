@@ -186,6 +186,12 @@ pub fn run_full(
     verdict
 }
 
+/// What the exported policies of rule `id` say about `input` (their failing messages).
+pub fn policy_says(input: &Input, config: &Config, id: &str) -> Vec<String> {
+    let versions = Versions::from_config(config);
+    crate::vap::eval::policy_messages(input, config, &versions, id)
+}
+
 /// `expect` against a cluster view.
 pub fn expect_cluster(
     input: &Input,

@@ -193,6 +193,22 @@ pub fn failures(
     out
 }
 
+/// The messages of the exported policies of rule `id` that fail on `input` (tests compare
+/// them with the webhook's).
+pub fn policy_messages(
+    input: &Input,
+    config: &Config,
+    versions: &Versions,
+    id: &str,
+) -> Vec<String> {
+    let export = cached_export(config, versions);
+    failures(&export, input, config)
+        .into_iter()
+        .filter(|(rule, ..)| *rule == id)
+        .flat_map(|(.., failed)| failed)
+        .collect()
+}
+
 /// `export`, once per config and versions (tests run thousands of evaluations).
 fn cached_export(config: &Config, versions: &Versions) -> Arc<Export> {
     thread_local! {

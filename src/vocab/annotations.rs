@@ -274,17 +274,18 @@ impl Format {
                 format!("{v}.lowerAscii() in {}", super::cel::list(&values))
             }
             Format::Int(range) | Format::Atoi(range) | Format::Atoi32(range) => {
-                let re = if matches!(f, Format::Int(_)) {
-                    "^-?[0-9]{1,18}$"
+                // Int: at most 18 digits (parse_int); Atoi and Atoi32: Go's int64 range.
+                let number = if matches!(f, Format::Int(_)) {
+                    format!("{v}.matches({})", super::cel::lit("^-?[0-9]{1,18}$"))
                 } else {
-                    "^[+-]?0*[0-9]{1,18}$"
+                    super::cel::atoi_number(v)
                 };
                 let n = if matches!(f, Format::Atoi32(_)) {
                     super::cel::int32(&format!("int({v})"))
                 } else {
                     format!("int({v})")
                 };
-                let mut out = format!("{v}.matches({})", super::cel::lit(re));
+                let mut out = number;
                 if let Some(min) = range.first() {
                     out.push_str(&format!(" && {n} >= {min}"));
                 }

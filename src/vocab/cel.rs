@@ -23,6 +23,18 @@ pub fn int32(n: &str) -> String {
     format!("(({n} % 4294967296 + 6442450944) % 4294967296 - 2147483648)")
 }
 
+/// CEL that is true when the string `v` is a number Go's `strconv.Atoi` reads on a 64-bit
+/// build: a sign, digits, within the int64 range. Up to 18 significant digits always fit; 19
+/// only up to 2^63 - 1 (down to -2^63), compared in two parts because CEL's `int()` errs past
+/// them. Guard `int(v)` with it.
+pub fn atoi_number(v: &str) -> String {
+    let d = format!("{v}.substring(size({v}) - 19)");
+    let hi = format!("int({d}.substring(0, 10))");
+    format!(
+        "({v}.matches('^[+-]?0*[0-9]{{1,18}}$') || ({v}.matches('^[+-]?0*[1-9][0-9]{{18}}$') && ({hi} < 9223372036 || ({hi} == 9223372036 && int({d}.substring(10)) <= ({v}.startsWith('-') ? 854775808 : 854775807)))))"
+    )
+}
+
 /// A CEL list of string literals.
 pub fn list(items: &[&str]) -> String {
     let items: Vec<String> = items.iter().map(|s| lit(s)).collect();

@@ -4,7 +4,7 @@
 
 use super::nlb::BACKEND_TYPE;
 use super::value::{CLB_PROTOCOLS, NLB_PROTOCOLS};
-use crate::vocab::annotations::Table;
+use crate::vocab::annotations::{Format, Table};
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel::{self, on};
 use crate::vocab::controller::Controller;
@@ -192,13 +192,23 @@ fn values(cat: &'static Catalog, nlb: &str) -> Result<Vec<CelCheck>, &'static st
         } else {
             format!("({nlb} ? '{nlb_says}' : '{clb_says}')")
         };
+        let mut message = format!(
+            "'[annotation-format] ' + {} + ' is \"' + {value} + '\", which the cloud controller cannot use; allowed: ' + {allowed}",
+            a.key,
+        );
+        // As `format`: an NLB number the controller sends as 0 (Go int32) it does not send.
+        if matches!(nlb_f, Format::Atoi32(_)) {
+            message = format!(
+                "({nlb} && {} && {} == 0 ? '[annotation-format] ' + {} + ' is \"' + {value} + '\": the NLB controller sends nothing for 0, so the cloud keeps what it has and the value does nothing; it is refused as a typo; allowed: ' + {allowed} : {message})",
+                cel::atoi_number(&value),
+                cel::int32(&format!("int({value})")),
+                a.key,
+            );
+        }
         out.push(
             CelCheck::new(
                 format!("{} && {value} != '' && !({ok})", a.present),
-                format!(
-                    "'[annotation-format] ' + {} + ' is \"' + {value} + '\", which the cloud controller cannot use; allowed: ' + {allowed}",
-                    a.key,
-                ),
+                message,
             )
             .same_when(format!("{} + '=' + {}", a.key, a.value)),
         );

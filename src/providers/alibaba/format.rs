@@ -73,7 +73,9 @@ fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
             ),
             // NLB numbers kept as Go int32 are set only when not 0 (nlb/listener.go:188-190,
             // :239-241; nlb/servergroup.go:314-328, :409-423): 0 is a no-op, a typo.
-            _ if matches!(format, Format::Atoi32(_)) && go::atoi(a.value) == Ok(0) => {
+            _ if matches!(format, Format::Atoi32(_))
+                && go::atoi(a.value).map(|n| n as i32) == Ok(0) =>
+            {
                 "the NLB controller sends nothing for 0, so the cloud keeps what it has and the value does nothing (kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/provider/alibaba/nlb/listener.go:188-190, nlb/servergroup.go:314-328); it is refused as a typo".to_string()
             }
             _ => match unused_by(svc, cat, e, nlb) {

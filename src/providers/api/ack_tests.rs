@@ -4,7 +4,7 @@
 use rstest::rstest;
 
 use crate::providers::Provider::Alibaba;
-use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb, update};
+use crate::testkit::{Expect, Expect::*, cfg, create, expect, lb, policy_says, update};
 
 const NLB: &str = "alibabacloud.com/nlb";
 const ZONES: &str = "cn-hangzhou-h:vsw-1,cn-hangzhou-i:vsw-2";
@@ -155,6 +155,15 @@ fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 #[case::name_2(&[("name", "nn")], F, Pass)]
 #[case::name_129(&[("name", &*"n".repeat(129))], F, Deny)]
 #[case::name_128(&[("name", &*"n".repeat(128))], F, Pass)]
+// CreateLoadBalancer/UpdateLoadBalancerAttribute: starts with an ASCII letter or a Chinese
+// character, then those, digits, '.', '_' and '-' (the Chinese pages add Chinese characters).
+#[case::name_chars(&[("name", "Web.nlb_1-a")], F, Pass)]
+#[case::name_chinese(&[("name", "负载均衡-1")], F, Pass)]
+#[case::name_digit_first(&[("name", "1nlb")], F, Deny)]
+#[case::name_hyphen_first(&[("name", "-nlb")], F, Deny)]
+#[case::name_space(&[("name", "my nlb")], F, Deny)]
+#[case::name_at(&[("name", "nlb@1")], F, Deny)]
+#[case::name_accent(&[("name", "nlbé")], F, Deny)] // 英文字母: ASCII letters
 #[case::one_zone(&[("zone-maps", "cn-hangzhou-h:vsw-1")], F, Deny)]
 #[case::same_zone_twice(&[("zone-maps", "cn-hangzhou-h:vsw-1,cn-hangzhou-h:vsw-2")], F, Deny)]
 #[case::empty_security_group(&[("security-group-ids", "sg-1,,sg-2")], F, Deny)]
@@ -227,6 +236,17 @@ fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 #[case::drain_wraps_to_9(&[("connection-drain", "on"), ("connection-drain-timeout", "4294967305")], F, Deny)]
 #[case::interval_wraps_to_5(&[("health-check-flag", "on"), ("health-check-type", "tcp"), ("health-check-interval", "4294967301")], F, Pass)]
 #[case::interval_wraps_to_51(&[("health-check-flag", "on"), ("health-check-type", "tcp"), ("health-check-interval", "4294967347")], F, Deny)]
+// 19 digits (CEL's 18-digit number pattern had refused them): Go's Atoi reads up to 2^63 - 1,
+// (2^31 - 1) * 2^32 + 10 is sent as 10; past int64 Atoi fails.
+#[case::idle_19_digits_wraps_to_10(&[("idle-timeout", "9223372032559808522")], F, Pass)]
+#[case::idle_19_digits_wraps_to_9(&[("idle-timeout", "9223372032559808521")], F, Deny)]
+#[case::idle_19_digits_signed(&[("idle-timeout", "+009223372032559808522")], F, Pass)]
+#[case::idle_int64_max(&[("idle-timeout", "9223372036854775807")], F, Deny)] // sent as -1
+#[case::idle_past_int64(&[("idle-timeout", "9223372036854775808")], F, Deny)]
+#[case::idle_past_int64_min(&[("idle-timeout", "-9223372036854775809")], F, Deny)]
+#[case::cps_19_digits_wraps_to_0(&[("cps", "9223372032559808512")], F, Pass)]
+#[case::cps_int64_min(&[("cps", "-9223372036854775808")], F, Pass)] // sent as 0
+#[case::cps_past_int64(&[("cps", "9223372036854775808")], F, Deny)]
 fn nlb_rows(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Expect) {
     let mut s = lb().class(NLB);
     if !anns.iter().any(|(k, _)| *k == "zone-maps") {
@@ -242,6 +262,8 @@ fn nlb_rows(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Exp
 #[rstest]
 #[case::idle_zero(&[("idle-timeout", "0")], "sends nothing for 0")]
 #[case::interval_zero(&[("health-check-flag", "on"), ("health-check-interval", "0")], "sends nothing for 0")]
+#[case::idle_wraps_to_zero(&[("idle-timeout", "4294967296")], "sends nothing for 0")]
+#[case::idle_int64_min(&[("idle-timeout", "-9223372036854775808")], "sends nothing for 0")]
 #[case::idle_wrapped(&[("idle-timeout", "4294967305")], "sends 9")]
 #[case::drain_wrapped(&[("connection-drain", "on"), ("connection-drain-timeout", "4294967305")], "sends 9, which is outside 10 to 900")]
 fn nlb_number_messages(#[case] anns: &[(&str, &str)], #[case] says: &str) {
@@ -253,6 +275,53 @@ fn nlb_number_messages(#[case] anns: &[(&str, &str)], #[case] says: &str) {
     if says.starts_with("sends nothing") {
         assert!(!m.contains("API refuses"), "{m}");
     }
+}
+
+/// The exported policies say what the webhook says of a number a controller sends as 0 (an
+/// NLB Go int32, or CLB HealthCheckConnectPort: slb/listener.go:233-236): it sends nothing, so
+/// the value is refused as a typo, never as the API's; a number it does send is not a typo.
+#[rstest]
+#[case::idle_zero(true, &[("idle-timeout", "0")], true)]
+#[case::idle_plus_zero(true, &[("idle-timeout", "+00")], true)]
+#[case::idle_wraps_to_zero(true, &[("idle-timeout", "4294967296")], true)]
+#[case::idle_19_digits_to_zero(true, &[("idle-timeout", "9223372032559808512")], true)]
+#[case::interval_zero(true, &[("health-check-flag", "on"), ("health-check-interval", "0")], true)]
+#[case::idle_9(true, &[("idle-timeout", "9")], false)]
+#[case::idle_word(true, &[("idle-timeout", "ten")], false)]
+#[case::clb_connect_port_zero(false, &[("protocol-port", "tcp:80"), ("health-check-connect-port", "0")], true)]
+#[case::clb_connect_port_minus_one(false, &[("protocol-port", "tcp:80"), ("health-check-connect-port", "-1")], false)]
+fn zero_policy_message(#[case] nlb: bool, #[case] anns: &[(&str, &str)], #[case] typo: bool) {
+    let s = if nlb {
+        lb().class(NLB).pa(Alibaba, "zone-maps", ZONES)
+    } else {
+        lb()
+    };
+    let input = create(anns.iter().fold(s, |s, (k, v)| s.pa(Alibaba, k, v)));
+    let v = expect(&input, &cfg(""), F, Deny);
+    let mut said = policy_says(&input, &cfg(""), F);
+    assert!(!said.is_empty());
+    said.push(v.denial_message().unwrap());
+    for m in &said {
+        assert_eq!(m.contains("refused as a typo"), typo, "{m}");
+        if typo {
+            assert!(!m.contains("API refuses"), "{m}");
+        }
+    }
+}
+
+/// CLB LoadBalancerSpec on a reused CLB: the controller updates a reused CLB's spec as its
+/// own (clbv1/model_applier.go:69-79, clbv1/loadbalancer.go:157, :451-491:
+/// ModifyLoadBalancerInstanceSpec), so the row holds with an id too.
+#[rstest]
+#[case::reused_bad_spec(Some("PayBySpec"), "slb.s9.small", Deny)]
+#[case::reused_spec(Some("PayBySpec"), "slb.s2.medium", Pass)]
+#[case::reused_lcu(None, "slb.s9.small", Pass)]
+fn clb_spec_reused(#[case] charge: Option<&str>, #[case] spec: &str, #[case] want: Expect) {
+    let mut s = lb().pa(Alibaba, "id", "lb-1").pa(Alibaba, "spec", spec);
+    if let Some(c) = charge {
+        s = s.pa(Alibaba, "instance-charge-type", c);
+    }
+    expect(&create(s), &cfg(""), F, want);
 }
 
 /// A reused NLB gets no ZoneMappings from the controller.

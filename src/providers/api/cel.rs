@@ -6,9 +6,6 @@ use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::rule::CelCheck;
 
-/// A number as Go's `strconv.Atoi` reads it (as the catalog's CEL).
-const ATOI: &str = "^[+-]?0*[0-9]{1,18}$";
-
 /// The annotation is present and not empty: its value is sent and held to the row.
 fn present(cat: &Catalog, name: &str) -> String {
     let a = catalog_annotation(cat, name);
@@ -113,6 +110,16 @@ fn made(cat: &Catalog, call: &Call, protocols: Option<&Vec<String>>, nlb: &str) 
     format!("({side} && {} && {gate})", all(cat, &call.when))
 }
 
+/// The number the controller sends for the string `v` (its Go `int32` with `int32`), as
+/// `Param::sent`; guard with `cel::atoi_number(v)`.
+fn sent(p: &Param, v: &str) -> String {
+    if p.int32 {
+        cel::int32(&format!("int({v})"))
+    } else {
+        format!("int({v})")
+    }
+}
+
 /// `i` (one item) is refused by the row.
 fn item_bad(p: &Param) -> String {
     let mut bad = Vec::new();
@@ -136,14 +143,10 @@ fn item_bad(p: &Param) -> String {
     }
     if let Some((min, max)) = p.range {
         let also: Vec<String> = p.also_numbers.iter().map(i64::to_string).collect();
-        let n = if p.int32 {
-            cel::int32("int(i)")
-        } else {
-            "int(i)".to_string()
-        };
+        let n = sent(p, "i");
         bad.push(format!(
-            "!(i.matches({}) && (({n} >= {min} && {n} <= {max}) || {n} in [{}]))",
-            cel::lit(ATOI),
+            "!({} && (({n} >= {min} && {n} <= {max}) || {n} in [{}]))",
+            cel::atoi_number("i"),
             also.join(", ")
         ));
     } else {
@@ -203,11 +206,38 @@ fn value_bad(cat: &Catalog, p: &Param) -> String {
     format!("({})", bad.join(" || "))
 }
 
+/// The message of a row's limit, as `check`'s: a number the controller sends as 0 it does not
+/// send at all (`zeroUnsent`), so that one is refused as a typo, not as the API's.
+fn limit_message(rule: &str, p: &Param, key: &str, value: &str) -> String {
+    let refused = format!(
+        "'[{rule}] ' + {key} + ' is \"' + {value} + '\": the cloud\\'s API refuses it as {} (allowed: {}); write e.g. \"{}\"'",
+        p.name,
+        esc(&p.allowed()),
+        esc(&p.example)
+    );
+    if !p.zero_unsent {
+        return refused;
+    }
+    let typo = format!(
+        "'[{rule}] ' + {key} + ' is \"' + {value} + '\": the controller sends no {} for 0, so the cloud keeps what it has and the value does nothing; it is refused as a typo: write e.g. \"{}\", or remove the annotation'",
+        p.name,
+        esc(&p.example)
+    );
+    format!(
+        "({} && {} == 0 ? {typo} : {refused})",
+        cel::atoi_number(value),
+        sent(p, value)
+    )
+}
+
 fn esc(s: &str) -> String {
     s.replace('\\', "\\\\")
         .replace('\'', "\\'")
         .replace('"', "\\\"")
 }
+
+/// One limit check: (violation and zeroUnsent, the calls it is made in, message, witness).
+type Limit = ((String, bool), Vec<String>, String, String);
 
 /// The checks of the rows `rule` owns (`dependent-annotations`, or the provider's value rule:
 /// `annotation-format` on ACK, `annotation-value-format` elsewhere), for a provider whose NLB
@@ -230,8 +260,7 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
     };
     let nlb = nlb.as_str();
     let mut out = Vec::new();
-    // (violation, calls made, message, witness)
-    let mut limits: Vec<(String, Vec<String>, String, String)> = Vec::new();
+    let mut limits: Vec<Limit> = Vec::new();
     for call in &table.calls {
         for p in &call.params {
             let made = format!(
@@ -263,20 +292,16 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
                 _ => {
                     // Rows with the same limits on the same annotation (one per listener
                     // call) are one check: the policy stays small.
-                    let bad = format!("{} && {}", present(cat, &p.from), value_bad(cat, p));
+                    let bad = (
+                        format!("{} && {}", present(cat, &p.from), value_bad(cat, p)),
+                        p.zero_unsent,
+                    );
                     match limits.iter_mut().find(|(b, ..)| *b == bad) {
                         Some((_, made_in, ..)) => made_in.push(made),
                         None => limits.push((
                             bad,
                             vec![made],
-                            format!(
-                                "'[{rule}] ' + {} + ' is \"' + {} + '\": the cloud\\'s API refuses it as {} (allowed: {}); write e.g. \"{}\"'",
-                                a.key,
-                                a.value,
-                                p.name,
-                                esc(&p.allowed()),
-                                esc(&p.example)
-                            ),
+                            limit_message(rule, p, &a.key, &a.value),
                             format!("{} + '=' + {}", a.key, a.value),
                         )),
                     }
@@ -310,7 +335,7 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
             }
         }
     }
-    for (bad, made_in, message, witness) in limits {
+    for ((bad, _), made_in, message, witness) in limits {
         out.push(
             CelCheck::new(format!("({}) && {bad}", made_in.join(" || ")), message)
                 .same_when(witness),

@@ -157,7 +157,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                         && !table_refuses(cat.table(), rule, side, &param.from, a.value)
                     {
                         let message = if param.zero_unsent
-                            && crate::vocab::go::atoi(a.value) == Ok(0)
+                            && crate::vocab::go::atoi(a.value).map(|v| param.sent(v)) == Ok(0)
                         {
                             format!(
                                 "{} is \"{}\": {why}; the {controller} controller sends no {} for 0, so the cloud keeps what it has and the value does nothing ({}); it is refused as a typo: write e.g. \"{}\", or remove the annotation",
