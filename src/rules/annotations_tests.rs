@@ -100,6 +100,13 @@ const VERSION: &str = "annotation-ccm-version";
 // :17 spec small_1 ... large_2
 #[case::volc_spec(Volcengine, "spec", "medium_2", Pass)]
 #[case::volc_spec_bad(Volcengine, "spec", "xlarge_1", Deny)]
+#[case::volc_spec_chinese(Volcengine, "spec", "小型I", Deny)]
+// the table's description of small_1
+// :13 isp-type: the EIP lines depend on the region (no enumeration); :16 bandwidth: no maximum
+#[case::volc_isp_line(Volcengine, "isp-type", "ChinaMobile", Pass)]
+#[case::volc_isp_space(Volcengine, "isp-type", "BGP PRO", Deny)]
+#[case::volc_bandwidth_large(Volcengine, "bandwidth", "10000", Pass)]
+#[case::volc_bandwidth_0(Volcengine, "bandwidth", "0", Deny)]
 // :21 modification-protection-status, :29 acl-status, :30 acl-type, :24 health-check-flag
 #[case::volc_protection(Volcengine, "modification-protection-status", "NonProtection", Pass)]
 #[case::volc_protection_bad(Volcengine, "modification-protection-status", "on", Deny)]

@@ -191,6 +191,13 @@ fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 #[case::qch_udp(&[("protocol-port", "udp:80"), ("scheduler", "qch")], F, Pass)]
 #[case::tch_tcp(&[("scheduler", "tch")], F, Pass)]
 #[case::wrr_tcp(&[("scheduler", "wrr")], F, Pass)]
+// The controller compares scheduler, check type and method with the cloud's in any case
+// (nlbv2/server_groups.go:325-326, :380-381, :436-437): the API takes them in any case. Codes
+// (IsStringSliceEqual, :443-444) and SecurityPolicyId (listeners.go:450-451) exactly.
+#[case::wrr_api_case(&[("scheduler", "Wrr")], F, Pass)]
+#[case::wlc_upper(&[("scheduler", "WLC")], F, Pass)]
+#[case::cipher_upper(&[("tls-cipher-policy", "TLS_CIPHER_POLICY_1_2")], F, Deny)]
+#[case::httpcode_upper(&[("health-check-flag", "on"), ("health-check-httpcode", "HTTP_2XX")], F, Deny)]
 // CreateListener/UpdateListenerAttribute pages: only one server certificate, only one CA
 // certificate; nlbv2/listeners.go:208-213 splits both on ','.
 #[case::two_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1,c-2")], F, Deny)]

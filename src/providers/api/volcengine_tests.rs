@@ -188,3 +188,18 @@ fn subnet_message_offers_reuse() {
     let reused = lb().pa(Volcengine, "id", "clb-1");
     expect(&create(reused), &cfg(VOLC), "dependent-annotations", Pass);
 }
+
+/// Limits no source read states are not invented: an interval below the timeout (only the
+/// console's note says otherwise; CLB-HEALTH gives independent ranges), and `-acl-status: on`
+/// with `-acl-id` but no `-acl-type` (the Terraform provider's acl_type is optional, and no
+/// API page read says CreateListener needs it).
+#[rstest]
+#[case::interval_below_timeout(&[("health-check-interval", "1"), ("health-check-connect-timeout", "60")], RULE, Pass)]
+#[case::acl_without_type(&[("acl-status", "on"), ("acl-id", "acl-1")], "dependent-annotations", Pass)]
+#[case::acl_without_id(&[("acl-status", "on"), ("acl-type", "white")], "dependent-annotations", Deny)]
+fn no_invented_limits(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Expect) {
+    let s = anns
+        .iter()
+        .fold(new_clb("name", "web"), |s, (k, v)| s.pa(Volcengine, k, v));
+    expect(&create(s), &cfg(VOLC), rule, want);
+}
