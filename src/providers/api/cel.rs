@@ -39,11 +39,15 @@ fn holds(cat: &Catalog, c: &Cond) -> String {
     let a = catalog_annotation(cat, &c.annotation);
     let present = set(cat, &c.annotation);
     if !c.not_in.is_empty() {
-        return format!(
-            "!({present} && {}.lowerAscii() in {})",
-            a.value,
-            lower_list(&c.not_in)
-        );
+        return if c.fold {
+            format!(
+                "!({present} && {}.lowerAscii() in {})",
+                a.value,
+                lower_list(&c.not_in)
+            )
+        } else {
+            format!("!({present} && {} in {})", a.value, str_list(&c.not_in))
+        };
     }
     if c.present == Some(false) {
         return format!("!{present}");
@@ -233,7 +237,23 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
     // (violation, calls made, message, witness)
     let mut limits: Vec<(String, Vec<String>, String, String)> = Vec::new();
     for call in &table.calls {
+        // A JSON field, or a row another rule owns (huawei-autocreate-valid): not this
+        // export's (Kubernetes CEL has no JSON parser; those rules are webhook-only).
+        if call
+            .when
+            .iter()
+            .chain(call.together.iter().map(|t| &t.when))
+            .any(|c| c.field.is_some())
+        {
+            continue;
+        }
         for p in &call.params {
+            if p.field.is_some()
+                || p.when.iter().any(|c| c.field.is_some())
+                || p.rule.as_ref().is_some_and(|r| r != rule)
+            {
+                continue;
+            }
             let made = format!(
                 "{} && {}",
                 made(cat, call, p.protocols.as_ref(), nlb),

@@ -1,9 +1,12 @@
 //! A Service's annotations held to the API rows of its provider: each row only when the
 //! controller that takes the Service makes that call for it (per listener protocol, or once).
 
-use super::model::{ApiTable, Call, Cond, Param, Side};
-use crate::vocab::annotations::Table;
+use serde_json::Value;
+
+use super::model::{ApiTable, Call, Cond, Param, Reading, Side};
+use crate::vocab::annotations::{Table, parse_int};
 use crate::vocab::catalog::{Catalog, annotation_field};
+use crate::vocab::checks::protocol_entries;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
@@ -15,10 +18,44 @@ pub struct Listener {
     pub protocol: String,
 }
 
+/// The listeners the provider's controller makes, as its table's `listeners` reads them.
+pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
+    match super::model::table(cat.provider).map(|t| t.listeners) {
+        Some(Reading::Cce) => cce_listeners(cat, svc),
+        _ => ack_listeners(cat, svc),
+    }
+}
+
+/// The listener protocol CCE gives each Service port, lower case: the `elb.protocol-port`
+/// entry for that port (http, https, tcp, udp, tls), else `spec.ports[].protocol` (TCP when
+/// unset). CCE makes one listener per Service port (otc-0385 Table 7).
+pub fn cce_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
+    let entries = cat
+        .get(svc, "protocol-port")
+        .map(|a| protocol_entries(a.value).0)
+        .unwrap_or_default();
+    svc.ports()
+        .iter()
+        .map(|p| {
+            let protocol = entries
+                .iter()
+                .find(|(_, port, _)| *port == Some(p.port))
+                .map_or_else(
+                    || p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
+                    |(proto, _, _)| proto.to_ascii_lowercase(),
+                );
+            Listener {
+                port: p.port,
+                protocol,
+            }
+        })
+        .collect()
+}
+
 /// ACK's listeners as its controllers read `protocol-port`: the first `proto:port` entry
 /// naming the port, else the port's own protocol (clbv1/listeners.go:711-737 exact case,
 /// nlbv2/listeners.go:620-644 any case).
-pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
+fn ack_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
     let pp = cat.get(svc, "protocol-port").map_or("", |a| a.value);
     svc.ports()
         .iter()
@@ -40,10 +77,32 @@ pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
         .collect()
 }
 
+/// A field of the JSON object an annotation holds (`None`: not an object, or the field is
+/// absent or JSON `null`).
+fn json_field(value: &str, field: &str) -> Option<Value> {
+    match serde_json::from_str::<Value>(value) {
+        Ok(Value::Object(mut o)) => o.remove(field).filter(|v| !v.is_null()),
+        _ => None,
+    }
+}
+
 fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
-    let value = cat.get(svc, &c.annotation).map_or("", |a| a.value);
+    let raw = cat.get(svc, &c.annotation).map_or("", |a| a.value);
+    let inner = c.field.as_ref().and_then(|f| json_field(raw, f));
+    let value = match (&c.field, &inner) {
+        (None, _) => raw,
+        (Some(_), Some(Value::String(s))) => s.as_str(),
+        (Some(_), _) => "",
+    };
+    let same = |v: &String| {
+        if c.fold {
+            v.eq_ignore_ascii_case(value)
+        } else {
+            v == value
+        }
+    };
     if !c.not_in.is_empty() {
-        return !c.not_in.iter().any(|v| v.eq_ignore_ascii_case(value));
+        return !c.not_in.iter().any(same);
     }
     if c.present == Some(false) {
         return table.unset(value);
@@ -51,14 +110,7 @@ fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
     if table.unset(value) {
         return false;
     }
-    c.one_of.is_empty()
-        || c.one_of.iter().any(|v| {
-            if c.fold {
-                v.eq_ignore_ascii_case(value)
-            } else {
-                v == value
-            }
-        })
+    c.one_of.is_empty() || c.one_of.iter().any(same)
 }
 
 /// The listener ports a call (narrowed by a row) is made for; `None`: made once per Service.
@@ -152,7 +204,32 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                         ))
                     ),
                 ),
-                Some(a) if rule != "dependent-annotations" => {
+                Some(a) if param.field.is_some() && owns(param, rule) => {
+                    let Some(field) = &param.field else { continue };
+                    let Some(v) = json_field(a.value, field) else {
+                        continue;
+                    };
+                    if let Some(mut why) = field_error(param, &v) {
+                        // A length or type error alone does not say which characters.
+                        if let Some(d) = param.describe.as_ref().filter(|d| !why.contains(d.as_str())) {
+                            why = format!("{why}; allowed: {d}");
+                        }
+                        out.push(
+                            annotation_field(a.key),
+                            format!(
+                                "{}: \"{field}\" is {v}: {why}; the {controller} controller sends it as {} of {}{}, which {} refuses ({}); write e.g. \"{field}\": {}",
+                                a.key,
+                                param.name,
+                                calls(),
+                                on_ports(ports.as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
+                                refuser(param),
+                                source(),
+                                example_json(param)
+                            ),
+                        );
+                    }
+                }
+                Some(a) if owns(param, rule) => {
                     if let Some(why) = value_error(param, a.value)
                         && !table_refuses(cat.table(), rule, side, &param.from, a.value)
                     {
@@ -174,11 +251,13 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                             )
                         } else {
                             format!(
-                                "{} is \"{}\": {why}; the {controller} controller sends it as {} of {}, which the cloud's API refuses ({}); write e.g. \"{}\"",
+                                "{} is \"{}\": {why}; the {controller} controller sends it as {} of {}{}, which {} refuses ({}); write e.g. \"{}\"",
                                 a.key,
                                 a.value,
                                 param.name,
                                 calls(),
+                                on_ports(ports.as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
+                                refuser(param),
                                 source(),
                                 param.example
                             )
@@ -222,6 +301,88 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             }
         }
     }
+}
+
+/// Whether `rule` reports the row's value limits: its own `rule`, else the provider's value
+/// rule (`annotation-format` on ACK, `annotation-value-format` elsewhere).
+fn owns(param: &Param, rule: &str) -> bool {
+    match &param.rule {
+        Some(r) => r == rule,
+        None => matches!(rule, "annotation-format" | "annotation-value-format"),
+    }
+}
+
+/// Who refuses the value, in messages.
+fn refuser(param: &Param) -> &str {
+    param.by.as_deref().unwrap_or("the cloud's API")
+}
+
+/// The listeners a per-listener row held the value for: " for the listeners of ports 80 (tcp)"
+/// (CCE's rows; ACK's messages name the listener calls instead).
+fn on_ports(ports: Option<&[i32]>, listeners: &[Listener]) -> String {
+    let Some(ports) = ports else {
+        return String::new();
+    };
+    let named: Vec<String> = listeners
+        .iter()
+        .filter(|l| ports.contains(&l.port))
+        .map(|l| format!("{} ({})", l.port, l.protocol))
+        .collect();
+    format!(" for the listeners of ports {}", named.join(", "))
+}
+
+/// The row's example as the JSON of its field: a number for `range`, a list for `array`.
+fn example_json(param: &Param) -> String {
+    if param.range.is_some() && parse_int(&param.example).is_some() {
+        param.example.clone()
+    } else if param.array {
+        serde_json::json!([param.example]).to_string()
+    } else {
+        Value::String(param.example.clone()).to_string()
+    }
+}
+
+/// Why a JSON field's value is refused: its type, then the row's limits on its items. A
+/// number row takes a JSON whole number or a string of digits (CCE's examples write
+/// `"delay":"5"`); the others a JSON string, or with `array` a list of strings.
+fn field_error(param: &Param, v: &Value) -> Option<String> {
+    let items: Vec<String> = match v {
+        Value::String(s) if param.range.is_some() => match parse_int(s) {
+            Some(n) => vec![n.to_string()],
+            None => return Some("not a whole number".into()),
+        },
+        Value::Number(n) if param.range.is_some() => match n.as_i64() {
+            Some(n) => vec![n.to_string()],
+            None => return Some("not a whole number".into()),
+        },
+        _ if param.range.is_some() => return Some("not a whole number".into()),
+        Value::Array(a) if param.array => {
+            let strings: Option<Vec<String>> =
+                a.iter().map(|x| x.as_str().map(str::to_string)).collect();
+            match strings {
+                Some(s) => s,
+                None => return Some("an entry is not a string".into()),
+            }
+        }
+        _ if param.array => return Some("not a list of strings".into()),
+        Value::String(s) => vec![s.clone()],
+        _ => return Some("not a string".into()),
+    };
+    if let Some((min, max)) = param.count
+        && (items.len() < min || items.len() > max)
+    {
+        return Some(format!(
+            "{} entries, {} takes {min} to {max}",
+            items.len(),
+            param.by()
+        ));
+    }
+    let list = param.array;
+    items.iter().find_map(|i| {
+        param
+            .item_error(i)
+            .map(|e| if list { format!("entry {e}") } else { e })
+    })
 }
 
 fn source<'t>(table: &'t ApiTable, key: &'t String) -> &'t str {

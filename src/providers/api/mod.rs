@@ -8,8 +8,8 @@ pub mod cel;
 mod check;
 mod model;
 
-pub use check::{Listener, check, listeners};
-pub use model::{ApiTable, Call, Cond, Param, Side, Together, table};
+pub use check::{Listener, cce_listeners, check, listeners};
+pub use model::{ApiTable, Call, Cond, Param, Reading, Side, Together, table};
 
 #[cfg(test)]
 #[path = "api_tests.rs"]
