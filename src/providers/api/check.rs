@@ -4,7 +4,7 @@
 use serde_json::Value;
 
 use super::model::{ApiTable, Call, Cond, Param, Reading, Side};
-use crate::vocab::annotations::{Table, parse_int};
+use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::checks::protocol_entries;
 use crate::vocab::ctx::{Ctx, Findings};
@@ -77,18 +77,12 @@ fn ack_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
         .collect()
 }
 
-/// A field of the JSON object an annotation holds (`None`: not an object, or the field is
-/// absent or JSON `null`).
-fn json_field(value: &str, field: &str) -> Option<Value> {
-    match serde_json::from_str::<Value>(value) {
-        Ok(Value::Object(mut o)) => o.remove(field).filter(|v| !v.is_null()),
-        _ => None,
-    }
-}
-
 fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
     let raw = cat.get(svc, &c.annotation).map_or("", |a| a.value);
-    let inner = c.field.as_ref().and_then(|f| json_field(raw, f));
+    let inner = c
+        .field
+        .as_ref()
+        .and_then(|f| super::fields::json_field(raw, f));
     let value = match (&c.field, &inner) {
         (None, _) => raw,
         (Some(_), Some(Value::String(s))) => s.as_str(),
@@ -157,6 +151,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
     let controller = match (cat.provider, side) {
         (Provider::Alibaba, Side::Nlb) => "NLB",
         (Provider::Alibaba, Side::Clb) => "CLB",
+        (Provider::Huawei, _) => "CCE",
         _ => "cloud",
     };
     for call in &table.calls {
@@ -187,7 +182,10 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             let source = || source(table, param.source.as_ref().unwrap_or(&call.source));
             let missing = sent.is_none_or(|a| table.unset(a.value));
             match sent {
-                _ if missing && param.required && rule == "dependent-annotations" => out.push(
+                _ if missing
+                    && param.required
+                    && param.field.is_none()
+                    && rule == "dependent-annotations" => out.push(
                     annotation_field(&cat.key(&param.from)),
                     format!(
                         "{} is not set, but the cloud's API needs {} in {}, which the {controller} controller makes for this Service ({}); set it, e.g. {}: \"{}\"{}",
@@ -205,28 +203,20 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                     ),
                 ),
                 Some(a) if param.field.is_some() && owns(param, rule) => {
-                    let Some(field) = &param.field else { continue };
-                    let Some(v) = json_field(a.value, field) else {
-                        continue;
+                    let words = super::fields::Words {
+                        controller,
+                        calls: &calls(),
+                        ports: &on_ports(
+                            ports
+                                .as_deref()
+                                .filter(|_| table.listeners == Reading::Cce),
+                            &listeners,
+                        ),
+                        refuser: refuser(param),
+                        source: source(),
                     };
-                    if let Some(mut why) = field_error(param, &v) {
-                        // A length or type error alone does not say which characters.
-                        if let Some(d) = param.describe.as_ref().filter(|d| !why.contains(d.as_str())) {
-                            why = format!("{why}; allowed: {d}");
-                        }
-                        out.push(
-                            annotation_field(a.key),
-                            format!(
-                                "{}: \"{field}\" is {v}: {why}; the {controller} controller sends it as {} of {}{}, which {} refuses ({}); write e.g. \"{field}\": {}",
-                                a.key,
-                                param.name,
-                                calls(),
-                                on_ports(ports.as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
-                                refuser(param),
-                                source(),
-                                example_json(param)
-                            ),
-                        );
+                    for m in super::fields::problems(param, a.key, a.value, &words) {
+                        out.push(annotation_field(a.key), m);
                     }
                 }
                 Some(a) if owns(param, rule) => {
@@ -329,60 +319,6 @@ fn on_ports(ports: Option<&[i32]>, listeners: &[Listener]) -> String {
         .map(|l| format!("{} ({})", l.port, l.protocol))
         .collect();
     format!(" for the listeners of ports {}", named.join(", "))
-}
-
-/// The row's example as the JSON of its field: a number for `range`, a list for `array`.
-fn example_json(param: &Param) -> String {
-    if param.range.is_some() && parse_int(&param.example).is_some() {
-        param.example.clone()
-    } else if param.array {
-        serde_json::json!([param.example]).to_string()
-    } else {
-        Value::String(param.example.clone()).to_string()
-    }
-}
-
-/// Why a JSON field's value is refused: its type, then the row's limits on its items. A
-/// number row takes a JSON whole number or a string of digits (CCE's examples write
-/// `"delay":"5"`); the others a JSON string, or with `array` a list of strings.
-fn field_error(param: &Param, v: &Value) -> Option<String> {
-    let items: Vec<String> = match v {
-        Value::String(s) if param.range.is_some() => match parse_int(s) {
-            Some(n) => vec![n.to_string()],
-            None => return Some("not a whole number".into()),
-        },
-        Value::Number(n) if param.range.is_some() => match n.as_i64() {
-            Some(n) => vec![n.to_string()],
-            None => return Some("not a whole number".into()),
-        },
-        _ if param.range.is_some() => return Some("not a whole number".into()),
-        Value::Array(a) if param.array => {
-            let strings: Option<Vec<String>> =
-                a.iter().map(|x| x.as_str().map(str::to_string)).collect();
-            match strings {
-                Some(s) => s,
-                None => return Some("an entry is not a string".into()),
-            }
-        }
-        _ if param.array => return Some("not a list of strings".into()),
-        Value::String(s) => vec![s.clone()],
-        _ => return Some("not a string".into()),
-    };
-    if let Some((min, max)) = param.count
-        && (items.len() < min || items.len() > max)
-    {
-        return Some(format!(
-            "{} entries, {} takes {min} to {max}",
-            items.len(),
-            param.by()
-        ));
-    }
-    let list = param.array;
-    items.iter().find_map(|i| {
-        param
-            .item_error(i)
-            .map(|e| if list { format!("entry {e}") } else { e })
-    })
 }
 
 fn source<'t>(table: &'t ApiTable, key: &'t String) -> &'t str {

@@ -6,6 +6,7 @@
 
 pub mod cel;
 mod check;
+mod fields;
 mod model;
 
 pub use check::{Listener, cce_listeners, check, listeners};

@@ -125,6 +125,10 @@ pub struct Param {
     /// With `field`: the field is a JSON array of strings, each an item.
     #[serde(default)]
     pub array: bool,
+    /// With `field`: the annotation is a JSON array of objects (one object reads as a
+    /// one-entry array), and the field is read in each.
+    #[serde(default)]
+    pub entries: bool,
     /// The rule whose findings the row's value limits are (absent: the provider's value rule).
     pub rule: Option<String>,
     /// Who sets the limit, in messages (absent: "the API"; "CCE" where CCE's own table is
@@ -148,7 +152,8 @@ pub struct Param {
     /// tag without a key), so it is not checked.
     #[serde(default)]
     pub skip_empty_key: bool,
-    /// The API needs it: with the call made and the annotation absent, it is refused.
+    /// The API needs it: with the call made and the annotation absent, it is refused
+    /// (`dependent-annotations`); with `field`: the object lacks the field (the row's rule).
     #[serde(default)]
     pub required: bool,
     /// With `required`: the annotation that, set instead, keeps the controller from making
