@@ -308,6 +308,31 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
         }
         for t in &call.together {
             let a = catalog_annotation(cat, &t.when.annotation);
+            if t.any {
+                let none: Vec<String> =
+                    t.need.iter().map(|n| format!("!{}", set(cat, n))).collect();
+                let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
+                out.push(
+                    CelCheck::new(
+                        format!(
+                            "{} && {} && {}",
+                            made(cat, call, None, nlb),
+                            holds(cat, &t.when),
+                            none.join(" && ")
+                        ),
+                        format!(
+                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: {} refuses it without {}'",
+                            a.key,
+                            a.value,
+                            esc(&names.join(" or ")),
+                            esc(t.by.as_deref().unwrap_or("the cloud's API")),
+                            esc(&t.params)
+                        ),
+                    )
+                    .same_when(format!("{} + '=' + {} + '/any'", a.key, a.value)),
+                );
+                continue;
+            }
             for n in &t.need {
                 out.push(
                     CelCheck::new(
@@ -318,10 +343,11 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
                             set(cat, n)
                         ),
                         format!(
-                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: the cloud\\'s API refuses it without {}'",
+                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: {} refuses it without {}'",
                             a.key,
                             a.value,
                             cat.key(n),
+                            esc(t.by.as_deref().unwrap_or("the cloud's API")),
                             esc(&t.params)
                         ),
                     )

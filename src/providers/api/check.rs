@@ -270,15 +270,33 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             };
             let source = source(table, t.source.as_ref().unwrap_or(&call.source));
             let calls = calls();
-            // One finding per missing annotation: the message depends on nothing else.
-            for n in &t.need {
-                if cat.get(svc, n).is_some_and(|b| !table.unset(b.value)) {
-                    continue;
+            let refuser = t.by.as_deref().unwrap_or("the cloud's API");
+            let missing: Vec<&String> = t
+                .need
+                .iter()
+                .filter(|n| cat.get(svc, n).is_none_or(|b| table.unset(b.value)))
+                .collect();
+            if t.any {
+                // One of them suffices: one finding when none is set.
+                if missing.len() == t.need.len() {
+                    let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
+                    let names = names.join(" or ");
+                    out.push(
+                        annotation_field(a.key),
+                        format!(
+                            "{}: \"{}\" needs {names}: {refuser} refuses {} in {calls} without {} ({source}); add one, or remove {}",
+                            a.key, a.value, t.when.annotation, t.params, a.key
+                        ),
+                    );
                 }
+                continue;
+            }
+            // One finding per missing annotation: the message depends on nothing else.
+            for n in missing {
                 out.push(
                     annotation_field(a.key),
                     format!(
-                        "{}: \"{}\" needs {}: the cloud's API refuses {} in {calls} without {} ({source}); add {}, or remove {}",
+                        "{}: \"{}\" needs {}: {refuser} refuses {} in {calls} without {} ({source}); add {}, or remove {}",
                         a.key,
                         a.value,
                         cat.key(n),

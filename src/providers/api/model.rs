@@ -210,6 +210,11 @@ pub struct Together {
     pub when: Cond,
     /// Annotations that must be present (not empty).
     pub need: Vec<String>,
+    /// One of `need` suffices (a finding when none is set).
+    #[serde(default)]
+    pub any: bool,
+    /// Who refuses the call without them, in messages (absent: the cloud's API).
+    pub by: Option<String>,
     /// The parameters they become, for the message.
     pub params: String,
     pub source: Option<String>,
