@@ -23,3 +23,7 @@ mod ack_tests;
 #[cfg(test)]
 #[path = "volcengine_tests.rs"]
 mod volcengine_tests;
+
+#[cfg(test)]
+#[path = "huawei_tests.rs"]
+mod huawei_tests;
