@@ -15,6 +15,11 @@ fn volcengine_rows_name_fields_of_the_sdk_request_models() {
     rows_name_fields_of_the_sdk_request_models("volcengine");
 }
 
+#[test]
+fn huawei_rows_name_fields_of_the_sdk_request_models() {
+    rows_name_fields_of_the_sdk_request_models("huawei");
+}
+
 fn rows_name_fields_of_the_sdk_request_models(provider: &str) {
     let root = env!("CARGO_MANIFEST_DIR");
     let text =

@@ -17,7 +17,25 @@ def models(provider, side):
         # The CLB SDK holds both the CLB calls and the NLB ones (CreateNLBListener, ...).
         import volcenginesdkclb.models as m
         return m
+    if provider == "huawei":
+        import huaweicloudsdkelb.v3.model as m
+        return m
     raise SystemExit(f"no SDK for {provider}")
+
+
+def openapi_fits(m, request, name):
+    """Huawei's models: the request's `body` model, then each part of the dotted name a
+    field of `openapi_types` (`list[X]` read as X) naming the next part's model."""
+    kind = request.openapi_types.get("body")
+    parts = name.split(".")
+    for i, part in enumerate(parts):
+        model = getattr(m, kind, None) if kind else None
+        if model is None or part not in model.openapi_types:
+            return False
+        kind = model.openapi_types[part]
+        if kind.startswith("list["):
+            kind = kind[5:-1]
+    return True
 
 
 def swagger_fits(m, model, name):
@@ -85,7 +103,9 @@ def main():
             if "part" in p:
                 # One part of each entry: the API takes the entries as structures.
                 value = [{} for _ in value]
-            if doc["provider"] == "volcengine":
+            if doc["provider"] == "huawei":
+                ok = any(c is not None and openapi_fits(m, c, p["name"]) for c in classes)
+            elif doc["provider"] == "volcengine":
                 ok = any(c is not None and swagger_fits(m, c, p["name"]) for c in classes)
             else:
                 ok = any(c is not None and fits(c, p["name"], value) for c in classes)

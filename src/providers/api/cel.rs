@@ -36,11 +36,15 @@ fn holds(cat: &Catalog, c: &Cond) -> String {
     let a = catalog_annotation(cat, &c.annotation);
     let present = set(cat, &c.annotation);
     if !c.not_in.is_empty() {
-        return format!(
-            "!({present} && {}.lowerAscii() in {})",
-            a.value,
-            lower_list(&c.not_in)
-        );
+        return if c.fold {
+            format!(
+                "!({present} && {}.lowerAscii() in {})",
+                a.value,
+                lower_list(&c.not_in)
+            )
+        } else {
+            format!("!({present} && {} in {})", a.value, str_list(&c.not_in))
+        };
     }
     if c.present == Some(false) {
         return format!("!{present}");
@@ -262,7 +266,23 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
     let mut out = Vec::new();
     let mut limits: Vec<Limit> = Vec::new();
     for call in &table.calls {
+        // A JSON field, or a row another rule owns (huawei-autocreate-valid): not this
+        // export's (Kubernetes CEL has no JSON parser; those rules are webhook-only).
+        if call
+            .when
+            .iter()
+            .chain(call.together.iter().map(|t| &t.when))
+            .any(|c| c.field.is_some())
+        {
+            continue;
+        }
         for p in &call.params {
+            if p.field.is_some()
+                || p.when.iter().any(|c| c.field.is_some())
+                || p.rule.as_ref().is_some_and(|r| r != rule)
+            {
+                continue;
+            }
             let made = format!(
                 "{} && {}",
                 made(cat, call, p.protocols.as_ref(), nlb),
@@ -313,6 +333,31 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
         }
         for t in &call.together {
             let a = catalog_annotation(cat, &t.when.annotation);
+            if t.any {
+                let none: Vec<String> =
+                    t.need.iter().map(|n| format!("!{}", set(cat, n))).collect();
+                let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
+                out.push(
+                    CelCheck::new(
+                        format!(
+                            "{} && {} && {}",
+                            made(cat, call, None, nlb),
+                            holds(cat, &t.when),
+                            none.join(" && ")
+                        ),
+                        format!(
+                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: {} refuses it without {}'",
+                            a.key,
+                            a.value,
+                            esc(&names.join(" or ")),
+                            esc(t.by.as_deref().unwrap_or("the cloud's API")),
+                            esc(&t.params)
+                        ),
+                    )
+                    .same_when(format!("{} + '=' + {} + '/any'", a.key, a.value)),
+                );
+                continue;
+            }
             for n in &t.need {
                 out.push(
                     CelCheck::new(
@@ -323,10 +368,11 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
                             set(cat, n)
                         ),
                         format!(
-                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: the cloud\\'s API refuses it without {}'",
+                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: {} refuses it without {}'",
                             a.key,
                             a.value,
                             cat.key(n),
+                            esc(t.by.as_deref().unwrap_or("the cloud's API")),
                             esc(&t.params)
                         ),
                     )

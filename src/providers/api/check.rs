@@ -1,9 +1,12 @@
 //! A Service's annotations held to the API rows of its provider: each row only when the
 //! controller that takes the Service makes that call for it (per listener protocol, or once).
 
-use super::model::{ApiTable, Call, Cond, Param, Side};
+use serde_json::Value;
+
+use super::model::{ApiTable, Call, Cond, Param, Reading, Side};
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, annotation_field};
+use crate::vocab::checks::protocol_entries;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
@@ -15,10 +18,44 @@ pub struct Listener {
     pub protocol: String,
 }
 
+/// The listeners the provider's controller makes, as its table's `listeners` reads them.
+pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
+    match super::model::table(cat.provider).map(|t| t.listeners) {
+        Some(Reading::Cce) => cce_listeners(cat, svc),
+        _ => ack_listeners(cat, svc),
+    }
+}
+
+/// The listener protocol CCE gives each Service port, lower case: the `elb.protocol-port`
+/// entry for that port (http, https, tcp, udp, tls), else `spec.ports[].protocol` (TCP when
+/// unset). CCE makes one listener per Service port (otc-0385 Table 7).
+pub fn cce_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
+    let entries = cat
+        .get(svc, "protocol-port")
+        .map(|a| protocol_entries(a.value).0)
+        .unwrap_or_default();
+    svc.ports()
+        .iter()
+        .map(|p| {
+            let protocol = entries
+                .iter()
+                .find(|(_, port, _)| *port == Some(p.port))
+                .map_or_else(
+                    || p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
+                    |(proto, _, _)| proto.to_ascii_lowercase(),
+                );
+            Listener {
+                port: p.port,
+                protocol,
+            }
+        })
+        .collect()
+}
+
 /// ACK's listeners as its controllers read `protocol-port`: the first `proto:port` entry
 /// naming the port, else the port's own protocol (clbv1/listeners.go:711-737 exact case,
 /// nlbv2/listeners.go:620-644 any case).
-pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
+fn ack_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
     let pp = cat.get(svc, "protocol-port").map_or("", |a| a.value);
     svc.ports()
         .iter()
@@ -41,9 +78,25 @@ pub fn listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
 }
 
 fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
-    let value = cat.get(svc, &c.annotation).map_or("", |a| a.value);
+    let raw = cat.get(svc, &c.annotation).map_or("", |a| a.value);
+    let inner = c
+        .field
+        .as_ref()
+        .and_then(|f| super::fields::json_field(raw, f));
+    let value = match (&c.field, &inner) {
+        (None, _) => raw,
+        (Some(_), Some(Value::String(s))) => s.as_str(),
+        (Some(_), _) => "",
+    };
+    let same = |v: &String| {
+        if c.fold {
+            v.eq_ignore_ascii_case(value)
+        } else {
+            v == value
+        }
+    };
     if !c.not_in.is_empty() {
-        return !c.not_in.iter().any(|v| v.eq_ignore_ascii_case(value));
+        return !c.not_in.iter().any(same);
     }
     if c.present == Some(false) {
         return table.unset(value);
@@ -51,14 +104,7 @@ fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
     if table.unset(value) {
         return false;
     }
-    c.one_of.is_empty()
-        || c.one_of.iter().any(|v| {
-            if c.fold {
-                v.eq_ignore_ascii_case(value)
-            } else {
-                v == value
-            }
-        })
+    c.one_of.is_empty() || c.one_of.iter().any(same)
 }
 
 /// The listener ports a call (narrowed by a row) is made for; `None`: made once per Service.
@@ -105,6 +151,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
     let controller = match (cat.provider, side) {
         (Provider::Alibaba, Side::Nlb) => "NLB",
         (Provider::Alibaba, Side::Clb) => "CLB",
+        (Provider::Huawei, _) => "CCE",
         _ => "cloud",
     };
     for call in &table.calls {
@@ -135,7 +182,10 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             let source = || source(table, param.source.as_ref().unwrap_or(&call.source));
             let missing = sent.is_none_or(|a| table.unset(a.value));
             match sent {
-                _ if missing && param.required && rule == "dependent-annotations" => out.push(
+                _ if missing
+                    && param.required
+                    && param.field.is_none()
+                    && rule == "dependent-annotations" => out.push(
                     annotation_field(&cat.key(&param.from)),
                     format!(
                         "{} is not set, but the cloud's API needs {} in {}, which the {controller} controller makes for this Service ({}); set it, e.g. {}: \"{}\"{}",
@@ -152,7 +202,24 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                         ))
                     ),
                 ),
-                Some(a) if rule != "dependent-annotations" => {
+                Some(a) if param.field.is_some() && owns(param, rule) => {
+                    let words = super::fields::Words {
+                        controller,
+                        calls: &calls(),
+                        ports: &on_ports(
+                            ports
+                                .as_deref()
+                                .filter(|_| table.listeners == Reading::Cce),
+                            &listeners,
+                        ),
+                        refuser: refuser(param),
+                        source: source(),
+                    };
+                    for m in super::fields::problems(param, a.key, a.value, &words) {
+                        out.push(annotation_field(a.key), m);
+                    }
+                }
+                Some(a) if owns(param, rule) => {
                     if let Some(why) = value_error(param, a.value)
                         && !table_refuses(cat.table(), rule, side, &param.from, a.value)
                     {
@@ -174,11 +241,13 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                             )
                         } else {
                             format!(
-                                "{} is \"{}\": {why}; the {controller} controller sends it as {} of {}, which the cloud's API refuses ({}); write e.g. \"{}\"",
+                                "{} is \"{}\": {why}; the {controller} controller sends it as {} of {}{}, which {} refuses ({}); write e.g. \"{}\"",
                                 a.key,
                                 a.value,
                                 param.name,
                                 calls(),
+                                on_ports(ports.as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
+                                refuser(param),
                                 source(),
                                 param.example
                             )
@@ -201,15 +270,33 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             };
             let source = source(table, t.source.as_ref().unwrap_or(&call.source));
             let calls = calls();
-            // One finding per missing annotation: the message depends on nothing else.
-            for n in &t.need {
-                if cat.get(svc, n).is_some_and(|b| !table.unset(b.value)) {
-                    continue;
+            let refuser = t.by.as_deref().unwrap_or("the cloud's API");
+            let missing: Vec<&String> = t
+                .need
+                .iter()
+                .filter(|n| cat.get(svc, n).is_none_or(|b| table.unset(b.value)))
+                .collect();
+            if t.any {
+                // One of them suffices: one finding when none is set.
+                if missing.len() == t.need.len() {
+                    let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
+                    let names = names.join(" or ");
+                    out.push(
+                        annotation_field(a.key),
+                        format!(
+                            "{}: \"{}\" needs {names}: {refuser} refuses {} in {calls} without {} ({source}); add one, or remove {}",
+                            a.key, a.value, t.when.annotation, t.params, a.key
+                        ),
+                    );
                 }
+                continue;
+            }
+            // One finding per missing annotation: the message depends on nothing else.
+            for n in missing {
                 out.push(
                     annotation_field(a.key),
                     format!(
-                        "{}: \"{}\" needs {}: the cloud's API refuses {} in {calls} without {} ({source}); add {}, or remove {}",
+                        "{}: \"{}\" needs {}: {refuser} refuses {} in {calls} without {} ({source}); add {}, or remove {}",
                         a.key,
                         a.value,
                         cat.key(n),
@@ -222,6 +309,34 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             }
         }
     }
+}
+
+/// Whether `rule` reports the row's value limits: its own `rule`, else the provider's value
+/// rule (`annotation-format` on ACK, `annotation-value-format` elsewhere).
+fn owns(param: &Param, rule: &str) -> bool {
+    match &param.rule {
+        Some(r) => r == rule,
+        None => matches!(rule, "annotation-format" | "annotation-value-format"),
+    }
+}
+
+/// Who refuses the value, in messages.
+fn refuser(param: &Param) -> &str {
+    param.by.as_deref().unwrap_or("the cloud's API")
+}
+
+/// The listeners a per-listener row held the value for: " for the listeners of ports 80 (tcp)"
+/// (CCE's rows; ACK's messages name the listener calls instead).
+fn on_ports(ports: Option<&[i32]>, listeners: &[Listener]) -> String {
+    let Some(ports) = ports else {
+        return String::new();
+    };
+    let named: Vec<String> = listeners
+        .iter()
+        .filter(|l| ports.contains(&l.port))
+        .map(|l| format!("{} ({})", l.port, l.protocol))
+        .collect();
+    format!(" for the listeners of ports {}", named.join(", "))
 }
 
 fn source<'t>(table: &'t ApiTable, key: &'t String) -> &'t str {

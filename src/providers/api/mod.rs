@@ -6,10 +6,11 @@
 
 pub mod cel;
 mod check;
+mod fields;
 mod model;
 
-pub use check::{Listener, check, listeners};
-pub use model::{ApiTable, Call, Cond, Param, Side, Together, table};
+pub use check::{Listener, cce_listeners, check, listeners};
+pub use model::{ApiTable, Call, Cond, Param, Reading, Side, Together, table};
 
 #[cfg(test)]
 #[path = "api_tests.rs"]
@@ -22,3 +23,7 @@ mod ack_tests;
 #[cfg(test)]
 #[path = "volcengine_tests.rs"]
 mod volcengine_tests;
+
+#[cfg(test)]
+#[path = "huawei_tests.rs"]
+mod huawei_tests;

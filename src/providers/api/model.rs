@@ -26,7 +26,21 @@ pub struct ApiTable {
     /// The Service is the NLB side's when this annotation starts with this prefix (Volcengine:
     /// an `nlb-` id); ACK's side is the controller that takes the Service.
     pub nlb_when: Option<Prefix>,
+    /// How the controller gives each Service port its listener protocol.
+    #[serde(default)]
+    pub listeners: Reading,
     pub calls: Vec<Call>,
+}
+
+/// A controller's reading of a Service's listeners (see `check::listeners`).
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Reading {
+    /// ACK's `protocol-port`: the first `proto:port` entry naming the port.
+    #[default]
+    ProtocolPort,
+    /// CCE's `elb.protocol-port` (`huawei::listener_protocols`).
+    Cce,
 }
 
 /// An annotation that starts with `prefix`.
@@ -85,12 +99,14 @@ pub struct Call {
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Cond {
     pub annotation: String,
+    /// The annotation is a JSON object and the condition is on this string field of it.
+    pub field: Option<String>,
     #[serde(default, rename = "in")]
     pub one_of: Vec<String>,
-    /// Compare `in` in any case (the controller's `strings.EqualFold`).
+    /// Compare `in` and `notIn` in any case (the controller's `strings.EqualFold`).
     #[serde(default)]
     pub fold: bool,
-    /// Holds when the annotation is absent, empty or none of these (any case).
+    /// Holds when the annotation is absent, empty or none of these.
     #[serde(default)]
     pub not_in: Vec<String>,
     /// `false`: the annotation is absent or empty.
@@ -103,6 +119,21 @@ pub struct Cond {
 pub struct Param {
     pub name: String,
     pub from: String,
+    /// The annotation is a JSON object and the parameter is this field of it: a string (a
+    /// number too with `range`; a list of strings with `array`), JSON `null` reads as absent.
+    pub field: Option<String>,
+    /// With `field`: the field is a JSON array of strings, each an item.
+    #[serde(default)]
+    pub array: bool,
+    /// With `field`: the annotation is a JSON array of objects (one object reads as a
+    /// one-entry array), and the field is read in each.
+    #[serde(default)]
+    pub entries: bool,
+    /// The rule whose findings the row's value limits are (absent: the provider's value rule).
+    pub rule: Option<String>,
+    /// Who sets the limit, in messages (absent: "the API"; "CCE" where CCE's own table is
+    /// narrower than the API and the row follows it).
+    pub by: Option<String>,
     #[serde(default)]
     pub code: Vec<String>,
     /// Overrides the call's source.
@@ -121,7 +152,8 @@ pub struct Param {
     /// tag without a key), so it is not checked.
     #[serde(default)]
     pub skip_empty_key: bool,
-    /// The API needs it: with the call made and the annotation absent, it is refused.
+    /// The API needs it: with the call made and the annotation absent, it is refused
+    /// (`dependent-annotations`); with `field`: the object lacks the field (the row's rule).
     #[serde(default)]
     pub required: bool,
     /// With `required`: the annotation that, set instead, keeps the controller from making
@@ -178,6 +210,11 @@ pub struct Together {
     pub when: Cond,
     /// Annotations that must be present (not empty).
     pub need: Vec<String>,
+    /// One of `need` suffices (a finding when none is set).
+    #[serde(default)]
+    pub any: bool,
+    /// Who refuses the call without them, in messages (absent: the cloud's API).
+    pub by: Option<String>,
     /// The parameters they become, for the message.
     pub params: String,
     pub source: Option<String>,
@@ -187,6 +224,11 @@ pub struct Together {
 }
 
 impl Param {
+    /// Who sets the limit, in messages.
+    pub fn by(&self) -> &str {
+        self.by.as_deref().unwrap_or("the API")
+    }
+
     /// Why one item (the whole value, or one entry of a list) is refused.
     pub fn item_error(&self, item: &str) -> Option<String> {
         if self.not.iter().any(|n| n == item) {
@@ -198,18 +240,23 @@ impl Param {
             .find(|p| item.starts_with(p.as_str()))
         {
             return Some(format!(
-                "\"{item}\" starts with \"{p}\", which the API reserves"
+                "\"{item}\" starts with \"{p}\", which {} reserves",
+                self.by()
             ));
         }
         if let Some(c) = self.not_contains.iter().find(|c| item.contains(c.as_str())) {
             return Some(format!(
-                "\"{item}\" contains \"{c}\", which the API refuses"
+                "\"{item}\" contains \"{c}\", which {} refuses",
+                self.by()
             ));
         }
         if let Some((min, max)) = self.length {
             let n = item.chars().count();
             if n < min || n > max {
-                return Some(format!("{n} characters, the API takes {min} to {max}"));
+                return Some(format!(
+                    "{n} characters, {} takes {min} to {max}",
+                    self.by()
+                ));
             }
         }
         if let Some((min, max)) = self.range {
@@ -322,6 +369,9 @@ fn parse(p: Provider, text: &str) -> ApiTable {
 static ALIBABA: LazyLock<ApiTable> =
     LazyLock::new(|| parse(Provider::Alibaba, include_str!("../data/alibaba-api.yaml")));
 
+static HUAWEI: LazyLock<ApiTable> =
+    LazyLock::new(|| parse(Provider::Huawei, include_str!("../data/huawei-api.yaml")));
+
 static VOLCENGINE: LazyLock<ApiTable> = LazyLock::new(|| {
     parse(
         Provider::Volcengine,
@@ -333,6 +383,7 @@ static VOLCENGINE: LazyLock<ApiTable> = LazyLock::new(|| {
 pub fn table(p: Provider) -> Option<&'static ApiTable> {
     match p {
         Provider::Alibaba => Some(&ALIBABA),
+        Provider::Huawei => Some(&HUAWEI),
         Provider::Volcengine => Some(&VOLCENGINE),
         _ => None,
     }

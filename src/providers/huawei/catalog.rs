@@ -2,7 +2,6 @@
 
 use crate::providers::data;
 use crate::vocab::catalog::Catalog;
-use crate::vocab::checks::protocol_entries;
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
 
@@ -17,26 +16,12 @@ pub static CATALOG: Catalog = Catalog {
     table: &data::HUAWEI,
 };
 
-/// The listener protocol CCE gives each Service port, lower case: the `elb.protocol-port`
-/// entry for that port (http, https, tcp, udp, tls), else `spec.ports[].protocol` (TCP when
-/// unset). CCE makes one listener per Service port (otc-0385 Table 7).
+/// The listener protocol CCE gives each Service port, lower case (`api::cce_listeners`: the
+/// reading the API rows of huawei-api.yaml use too).
 pub fn listener_protocols(svc: Svc) -> Vec<(i32, String)> {
-    let entries = CATALOG
-        .get(svc, "protocol-port")
-        .map(|a| protocol_entries(a.value).0)
-        .unwrap_or_default();
-    svc.ports()
-        .iter()
-        .map(|p| {
-            let proto = entries
-                .iter()
-                .find(|(_, port, _)| *port == Some(p.port))
-                .map_or_else(
-                    || p.protocol.as_deref().unwrap_or("TCP").to_ascii_lowercase(),
-                    |(proto, _, _)| proto.to_ascii_lowercase(),
-                );
-            (p.port, proto)
-        })
+    crate::providers::api::cce_listeners(&CATALOG, svc)
+        .into_iter()
+        .map(|l| (l.port, l.protocol))
         .collect()
 }
 

@@ -47,18 +47,10 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
         cat.key("health-check-option"),
         cat.key("health-check-options"),
     );
-    // OTC-0385 Table 3: "If this parameter is set to on, you must specify
-    // kubernetes.io/elb.health-check-option or kubernetes.io/elb.health-check-options".
-    if let Some(flag) = cat.get(new, "health-check-flag")
-        && flag.value == "on"
-        && set(cat, new, "health-check-option").is_none()
-        && set(cat, new, "health-check-options").is_none()
-    {
-        out.push(
-            annotation_field(flag.key),
-            format!("{}: \"on\" needs {option} or {options} (CCE: with the flag on, one of them must say how to check); add one, e.g. {option}: '{{\"protocol\":\"TCP\",\"delay\":\"5\",\"timeout\":\"10\",\"max_retries\":\"3\"}}', or remove the flag", flag.key),
-        );
-    }
+    // What the API rows of providers/data/huawei-api.yaml say goes together: health-check-flag
+    // "on" needs health-check-option or -options (OTC-0385 Table 3), a non-empty acl-id needs
+    // acl-status and acl-type (OTC-0385 Table 11).
+    crate::providers::api::check(ctx, cat, "dependent-annotations", out);
     // HW-0684 约束与限制: "不允许同时配置 health-check-option 和 health-check-options".
     if let (Some(_), Some(b)) = (
         set(cat, new, "health-check-option"),
@@ -175,18 +167,6 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
             );
         }
     }
-    // OTC-0385 Table 11: an IP address group id needs "both kubernetes.io/elb.acl-status and
-    // kubernetes.io/elb.acl-type" (an empty acl-id allows every IP and needs neither).
-    if let Some(id) = set(cat, new, "acl-id") {
-        for (need, e) in [("acl-status", "on"), ("acl-type", "white")] {
-            if set(cat, new, need).is_none() {
-                out.push(
-                    annotation_field(id.key),
-                    format!("{}: \"{}\" needs {} (CCE: an IP address group id needs both acl-status and acl-type); add it, e.g. {}: \"{e}\"", id.key, id.value, cat.key(need), cat.key(need)),
-                );
-            }
-        }
-    }
 }
 
 pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
@@ -197,29 +177,15 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         format!("({} && {} != '')", x.present, x.value)
     };
     let lit = cel::lit;
-    let (flag, opt, opts, mode, alg, id) = (
-        a("health-check-flag"),
+    let (opt, opts, mode, alg) = (
         cat.key("health-check-option"),
         cat.key("health-check-options"),
         a("session-affinity-mode"),
         a("lb-algorithm"),
-        a("acl-id"),
     );
-    let mut out = vec![
-        CelCheck::new(
-            format!(
-                "{} && {} == 'on' && !{} && !{}",
-                flag.present,
-                flag.value,
-                set("health-check-option"),
-                set("health-check-options")
-            ),
-            lit(&format!(
-                "[dependent-annotations] {}: \"on\" needs {opt} or {opts}; add one, or remove the flag",
-                cat.key("health-check-flag")
-            )),
-        )
-        .same_when("'w0'"),
+    // The API rows' (huawei-api.yaml: health-check-flag, acl-id).
+    let mut out = crate::providers::api::cel::checks(cat, "false", "dependent-annotations");
+    out.extend([
         CelCheck::new(
             format!(
                 "{} && {}",
@@ -246,7 +212,7 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
             ),
         )
         .same_when("'w2'"),
-    ];
+    ]);
     let (pp, cert) = (a("protocol-port"), a("cert-id"));
     out.push(
         CelCheck::new(
@@ -331,20 +297,6 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         )
         .same_when("'w4'"),
     );
-    for need in ["acl-status", "acl-type"] {
-        out.push(
-            CelCheck::new(
-                format!("{} && !{}", set("acl-id"), set(need)),
-                format!(
-                    "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}; add it'",
-                    id.key,
-                    id.value,
-                    cat.key(need)
-                ),
-            )
-            .same_when("'w3'"),
-        );
-    }
     Ok(out)
 }
 

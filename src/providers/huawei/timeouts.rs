@@ -1,22 +1,16 @@
-//! `elb.keepalive_timeout` per listener: CCE sends the one value to every listener of the
-//! Service (CreateListener keepalive_timeout), and the ELB API's range depends on the listener's
-//! protocol: TCP, UDP (and TLS) 10-4000 s, HTTP and HTTPS 0-4000 s (PyPI huaweicloudsdkelb
-//! 3.1.219 v3/model/create_listener_option.py keepalive_timeout; ELB FAQ elb_faq_0309
-//! https://support.huaweicloud.com/intl/en-us/elb_faq/elb_faq_0309.html; CCE's table, OTC-0385
-//! Table 13). TLS: the SDK text names TCP, UDP and IP only; the FAQ's 2025 revision lists
-//! "TCP/UDP/TLS ... 10s to 4000s" (https://support.huaweicloud.com/intl/ja-jp/elb_faq/
-//! elb_faq_0309.html, updated 2025-06-30). The annotation table's own check keeps 0-4000.
+//! `elb.keepalive_timeout` on a shared ELB's UDP listeners, which take none. The ranges per
+//! listener protocol (TCP, UDP, TLS 10-4000 s; HTTP, HTTPS 0-4000 s) are rows of
+//! providers/data/huawei-api.yaml (CreateListener listener.keepalive_timeout); this one needs
+//! the ELB's class (`shared_elb`: `elb.class: union`, or an ELB CCE creates without a class),
+//! an either-or the rows' conditions cannot say. The annotation table's own check keeps 0-4000.
 
 use crate::vocab::annotations::parse_int;
 use crate::vocab::service::Svc;
 
-/// Layer-4 listeners: at least 10 s.
-const L4_MIN: i64 = 10;
-
 pub fn keepalive(value: &str, svc: Svc) -> Vec<String> {
-    let Some(n) = parse_int(value) else {
+    if parse_int(value).is_none() {
         return Vec::new();
-    };
+    }
     // With skip-managed-listener CCE makes no listener, so nothing is sent (seed 003).
     if super::catalog::CATALOG
         .get(svc, "skip-managed-listener")
@@ -50,13 +44,6 @@ pub fn keepalive(value: &str, svc: Svc) -> Vec<String> {
         out.push(format!(
             "\"{value}\" cannot be applied: CCE sends keepalive_timeout to every listener, and a shared ELB (elb.class: union, the default) takes none on its UDP listeners (ports {}): CCE and the ELB API support it there only on TCP and HTTP/HTTPS listeners. Remove the annotation, or use a dedicated ELB (elb.class: performance)",
             udp.join(", ")
-        ));
-    }
-    let l4 = ports(&["tcp", "udp", "tls"]);
-    if n < L4_MIN && !l4.is_empty() {
-        out.push(format!(
-            "\"{value}\" is below {L4_MIN}: CCE sends it as keepalive_timeout to every listener, and the ELB API takes {L4_MIN}-4000 s for TCP and UDP listeners (ports {}); 0-4000 only for HTTP/HTTPS. Write {L4_MIN} or more, e.g. \"300\" (the TCP default)",
-            l4.join(", ")
         ));
     }
     out
