@@ -1,18 +1,12 @@
 //! `unknown-annotation`: a key under a provider's prefix that its controller does not read,
 //! with the known key it most likely misspells.
 
+use crate::vocab::annotations::{fewest_edits, letters};
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 
 /// Suggests the known key closest to `key`, if one is close enough to be a typo.
 fn closest(key: &str, cat: &Catalog) -> Option<String> {
-    let names = || {
-        cat.table()
-            .annotations
-            .iter()
-            .filter(|e| e.instead.is_none())
-            .map(|e| e.name.as_str())
-    };
     let lower = key.to_ascii_lowercase();
     // Under the current prefix only the suffixes differ (the prefix is lower case), so the
     // names are compared as they are, without building and lowering each full key.
@@ -20,8 +14,17 @@ fn closest(key: &str, cat: &Catalog) -> Option<String> {
         Some(suffix) if key.starts_with(cat.prefix) => (suffix.to_string(), false),
         _ => (lower, true),
     };
-    names()
-        .filter_map(|name| {
+    // A name with more than `TYPO` characters the key lacks (or the other way round) is
+    // passed over without computing its distance: most of the some 200 names are.
+    let mine = letters(&lower);
+    let prefix = if prefixed { letters(cat.prefix) } else { 0 };
+    cat.table()
+        .with_letters()
+        .filter(|(e, theirs)| {
+            e.instead.is_none() && fewest_edits(mine, theirs | prefix) as usize <= TYPO
+        })
+        .filter_map(|(e, _)| {
+            let name = e.name.as_str();
             let d = if prefixed {
                 edits_up_to(&lower, &cat.key(name).to_ascii_lowercase(), TYPO)?
             } else if name.bytes().any(|b| b.is_ascii_uppercase()) {

@@ -403,6 +403,32 @@ pub struct Table {
     /// Name to position in `annotations`, built by `indexed`.
     #[serde(skip)]
     index: HashMap<String, usize>,
+    /// Each entry's `letters` of its lower-cased name, built by `indexed`.
+    #[serde(skip)]
+    letters: Vec<u64>,
+}
+
+/// The set of characters in `s`, ASCII letters lower-cased, as bits: a-z, 0-9, `-`, `.`,
+/// `/`, `_` each their own, every other byte one more. Two strings are at least as many edits
+/// apart as either has characters (bits) the other lacks, whatever their order.
+pub fn letters(s: &str) -> u64 {
+    s.bytes().fold(0, |set, b| {
+        let bit = match b.to_ascii_lowercase() {
+            c @ b'a'..=b'z' => c - b'a',
+            c @ b'0'..=b'9' => 26 + c - b'0',
+            b'-' => 36,
+            b'.' => 37,
+            b'/' => 38,
+            b'_' => 39,
+            _ => 63,
+        };
+        set | 1 << bit
+    })
+}
+
+/// The fewest edits between two strings with these `letters`.
+pub fn fewest_edits(a: u64, b: u64) -> u32 {
+    (a & !b).count_ones().max((b & !a).count_ones())
 }
 
 impl Table {
@@ -411,7 +437,19 @@ impl Table {
         self.index = (self.annotations.iter().enumerate())
             .map(|(i, e)| (e.name.clone(), i))
             .collect();
+        self.letters = self.annotations.iter().map(|e| letters(&e.name)).collect();
         self
+    }
+
+    /// The entries with the `letters` of their names (`unknown-annotation`'s suggestion
+    /// passes over the names too many edits away without comparing them).
+    pub fn with_letters(&self) -> impl Iterator<Item = (&Entry, u64)> {
+        self.annotations.iter().zip(self.letters.iter().copied())
+    }
+
+    /// An entry's position in `annotations`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
     }
 
     /// Looked up on every admission, for every provider annotation.
