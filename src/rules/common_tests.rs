@@ -466,6 +466,8 @@ fn fewest_edits_by_letters_is_at_most_the_distance() {
         "Address-Type",
         "ADDRESS_TYPE",
         "kubernetes.io/élb.class",
+        "kubernetes.io/xlb.class",
+        "éé",
         "ip-version",
         "x/y.z_9",
         "",
@@ -482,6 +484,15 @@ fn fewest_edits_by_letters_is_at_most_the_distance() {
             assert!(
                 fewest_edits(letters(a), letters(b)) as usize <= d,
                 "{a} / {b}: {d} edits"
+            );
+            let counts = |s: &str| crate::rules::unknown::letter_counts(s);
+            assert!(
+                crate::rules::unknown::fewest_edits_by_count(
+                    &counts(a),
+                    &counts(b),
+                    letters(a) | letters(b)
+                ) <= d,
+                "{a} / {b}: {d} edits, by count"
             );
         }
     }

@@ -409,21 +409,23 @@ pub struct Table {
 }
 
 /// The set of characters in `s`, ASCII letters lower-cased, as bits: a-z, 0-9, `-`, `.`,
-/// `/`, `_` each their own, every other byte one more. Two strings are at least as many edits
+/// `/`, `_` each their own, every other character one more. Two strings are at least as many edits
 /// apart as either has characters (bits) the other lacks, whatever their order.
 pub fn letters(s: &str) -> u64 {
-    s.bytes().fold(0, |set, b| {
-        let bit = match b.to_ascii_lowercase() {
-            c @ b'a'..=b'z' => c - b'a',
-            c @ b'0'..=b'9' => 26 + c - b'0',
-            b'-' => 36,
-            b'.' => 37,
-            b'/' => 38,
-            b'_' => 39,
-            _ => 63,
-        };
-        set | 1 << bit
-    })
+    s.chars().fold(0, |set, c| set | 1 << letter(c))
+}
+
+/// A character's bit in `letters`.
+pub fn letter(c: char) -> u32 {
+    match c.to_ascii_lowercase() {
+        c @ 'a'..='z' => c as u32 - 'a' as u32,
+        c @ '0'..='9' => 26 + c as u32 - '0' as u32,
+        '-' => 36,
+        '.' => 37,
+        '/' => 38,
+        '_' => 39,
+        _ => 63,
+    }
 }
 
 /// The fewest edits between two strings with these `letters`.
