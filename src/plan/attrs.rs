@@ -38,13 +38,15 @@ pub(super) fn diff(
     plan: &mut Plan,
 ) {
     // The usual update changes no annotation of the provider's (kubectl's last-applied copy
-    // and labels aside): then no row differs, and some hundred look-ups are skipped.
-    if provider_annotations(old).eq(provider_annotations(new)) {
+    // and labels aside): then no row differs, and some hundred look-ups are skipped. When
+    // some change, only the rows they name can differ.
+    let changed = changed_suffixes(old, new);
+    if changed.is_empty() {
         return;
     }
     let mut changed_listener: Vec<&Attr> = Vec::new();
     let mut changed_group: Vec<&str> = Vec::new();
-    for a in table {
+    for a in table.iter().filter(|a| changed.contains(&a.suffix)) {
         let (was, now) = (old.get(a.suffix), new.get(a.suffix));
         if was == now {
             continue;
@@ -114,6 +116,35 @@ pub(super) fn diff(
             .calls(&["UpdateServerGroupAttribute"]),
         );
     }
+}
+
+/// The names (keys without either prefix) of the provider's annotations that differ between
+/// the two sides: added, removed or changed.
+fn changed_suffixes<'a>(old: &Side<'a>, new: &Side<'a>) -> Vec<&'a str> {
+    let (mut o, mut n) = (
+        provider_annotations(old).peekable(),
+        provider_annotations(new).peekable(),
+    );
+    let mut keys: Vec<&'a str> = Vec::new();
+    loop {
+        let key = match (o.peek(), n.peek()) {
+            (None, None) => break,
+            (Some((ko, vo)), Some((kn, vn))) if ko == kn => {
+                let key = Some(*ko).filter(|_| vo != vn);
+                o.next();
+                n.next();
+                key
+            }
+            (Some((ko, _)), Some((kn, _))) if ko < kn => o.next().map(|(k, _)| k),
+            (Some(_), Some(_)) | (None, Some(_)) => n.next().map(|(k, _)| k),
+            (Some(_), None) => o.next().map(|(k, _)| k),
+        };
+        keys.extend(key.map(String::as_str));
+    }
+    let cat = new.cat;
+    keys.iter()
+        .flat_map(|k| cat.prefixes().filter_map(move |p| k.strip_prefix(p)))
+        .collect()
 }
 
 /// The side's annotations under its provider's prefixes, in key order.

@@ -455,3 +455,45 @@ fn edits_up_to_matches_levenshtein_on_every_short_pair() {
         }
     }
 }
+
+/// The suggestion passes over names whose letters alone put them too far away: that count
+/// is never more than the distance, so no name within reach is passed over.
+#[test]
+fn fewest_edits_by_letters_is_at_most_the_distance() {
+    use crate::vocab::annotations::{fewest_edits, letters};
+    let mut words: Vec<String> = [
+        "adress-type",
+        "Address-Type",
+        "ADDRESS_TYPE",
+        "kubernetes.io/élb.class",
+        "kubernetes.io/xlb.class",
+        "éé",
+        "ip-version",
+        "x/y.z_9",
+        "",
+    ]
+    .map(String::from)
+    .to_vec();
+    for p in crate::vocab::provider::Provider::ALL {
+        words.extend(crate::providers::data::table(p).names().map(String::from));
+    }
+    for a in &words {
+        for b in &words {
+            let (la, lb) = (a.to_ascii_lowercase(), b.to_ascii_lowercase());
+            let d = strsim::levenshtein(&la, &lb);
+            assert!(
+                fewest_edits(letters(a), letters(b)) as usize <= d,
+                "{a} / {b}: {d} edits"
+            );
+            let counts = |s: &str| crate::rules::unknown::letter_counts(s);
+            assert!(
+                crate::rules::unknown::fewest_edits_by_count(
+                    &counts(a),
+                    &counts(b),
+                    letters(a) | letters(b)
+                ) <= d,
+                "{a} / {b}: {d} edits, by count"
+            );
+        }
+    }
+}

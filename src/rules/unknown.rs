@@ -1,18 +1,12 @@
 //! `unknown-annotation`: a key under a provider's prefix that its controller does not read,
 //! with the known key it most likely misspells.
 
+use crate::vocab::annotations::{fewest_edits, letter, letters};
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 
 /// Suggests the known key closest to `key`, if one is close enough to be a typo.
 fn closest(key: &str, cat: &Catalog) -> Option<String> {
-    let names = || {
-        cat.table()
-            .annotations
-            .iter()
-            .filter(|e| e.instead.is_none())
-            .map(|e| e.name.as_str())
-    };
     let lower = key.to_ascii_lowercase();
     // Under the current prefix only the suffixes differ (the prefix is lower case), so the
     // names are compared as they are, without building and lowering each full key.
@@ -20,8 +14,24 @@ fn closest(key: &str, cat: &Catalog) -> Option<String> {
         Some(suffix) if key.starts_with(cat.prefix) => (suffix.to_string(), false),
         _ => (lower, true),
     };
-    names()
-        .filter_map(|name| {
+    // A name with more than `TYPO` characters the key lacks (or the other way round) is
+    // passed over without computing its distance: most of the table's names are, and most
+    // of the rest on counting those characters.
+    let mine = letters(&lower);
+    let prefix = if prefixed { letters(cat.prefix) } else { 0 };
+    let counts = (!prefixed).then(|| letter_counts(&lower));
+    cat.table()
+        .with_letters()
+        .filter(|(e, theirs)| {
+            e.instead.is_none() && fewest_edits(mine, theirs | prefix) as usize <= TYPO
+        })
+        .filter_map(|(e, theirs)| {
+            let name = e.name.as_str();
+            if let Some(counts) = &counts
+                && fewest_edits_by_count(counts, &letter_counts(name), mine | theirs) > TYPO
+            {
+                return None;
+            }
             let d = if prefixed {
                 edits_up_to(&lower, &cat.key(name).to_ascii_lowercase(), TYPO)?
             } else if name.bytes().any(|b| b.is_ascii_uppercase()) {
@@ -33,6 +43,31 @@ fn closest(key: &str, cat: &Catalog) -> Option<String> {
         })
         .min_by_key(|(d, _)| *d)
         .map(|(_, name)| cat.key(name))
+}
+
+/// How many characters of each `letter` class `s` has (at most 255 counted).
+pub(super) fn letter_counts(s: &str) -> [u8; 64] {
+    let mut counts = [0u8; 64];
+    for c in s.chars() {
+        let i = letter(c) as usize;
+        counts[i] = counts[i].saturating_add(1);
+    }
+    counts
+}
+
+/// The fewest edits between two strings with these `letter_counts`, over the classes in
+/// `classes` (those either has): an edit removes at most one character and adds at most one,
+/// so at least as many edits as either has characters over the other's.
+pub(super) fn fewest_edits_by_count(a: &[u8; 64], b: &[u8; 64], classes: u64) -> usize {
+    let (mut over, mut under) = (0usize, 0usize);
+    let mut bits = classes;
+    while bits != 0 {
+        let i = bits.trailing_zeros() as usize;
+        bits &= bits - 1;
+        over += usize::from(a[i].saturating_sub(b[i]));
+        under += usize::from(b[i].saturating_sub(a[i]));
+    }
+    over.max(under)
 }
 
 /// The most edits a misspelt key is away from the one meant.

@@ -404,6 +404,34 @@ pub struct Table {
     /// Name to position in `annotations`, built by `indexed`.
     #[serde(skip)]
     index: HashMap<String, usize>,
+    /// Each entry's `letters` of its lower-cased name, built by `indexed`.
+    #[serde(skip)]
+    letters: Vec<u64>,
+}
+
+/// The set of characters in `s`, ASCII letters lower-cased, as bits: a-z, 0-9, `-`, `.`,
+/// `/`, `_` each their own, every other character one more. Two strings are at least as many edits
+/// apart as either has characters (bits) the other lacks, whatever their order.
+pub fn letters(s: &str) -> u64 {
+    s.chars().fold(0, |set, c| set | 1 << letter(c))
+}
+
+/// A character's bit in `letters`.
+pub fn letter(c: char) -> u32 {
+    match c.to_ascii_lowercase() {
+        c @ 'a'..='z' => c as u32 - 'a' as u32,
+        c @ '0'..='9' => 26 + c as u32 - '0' as u32,
+        '-' => 36,
+        '.' => 37,
+        '/' => 38,
+        '_' => 39,
+        _ => 63,
+    }
+}
+
+/// The fewest edits between two strings with these `letters`.
+pub fn fewest_edits(a: u64, b: u64) -> u32 {
+    (a & !b).count_ones().max((b & !a).count_ones())
 }
 
 impl Table {
@@ -412,7 +440,19 @@ impl Table {
         self.index = (self.annotations.iter().enumerate())
             .map(|(i, e)| (e.name.clone(), i))
             .collect();
+        self.letters = self.annotations.iter().map(|e| letters(&e.name)).collect();
         self
+    }
+
+    /// The entries with the `letters` of their names (`unknown-annotation`'s suggestion
+    /// passes over the names too many edits away without comparing them).
+    pub fn with_letters(&self) -> impl Iterator<Item = (&Entry, u64)> {
+        self.annotations.iter().zip(self.letters.iter().copied())
+    }
+
+    /// An entry's position in `annotations`.
+    pub fn position(&self, name: &str) -> Option<usize> {
+        self.index.get(name).copied()
     }
 
     /// Looked up on every admission, for every provider annotation.

@@ -43,15 +43,9 @@ pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 /// The table's formats (`providers/data/alibaba.yaml`), for the controller that takes the
 /// Service. Empty values are absent to the controller, so they are not checked.
 fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
-    let table = cat.table();
-    for e in table
-        .annotations
-        .iter()
-        .filter(|e| e.rule.as_deref() == Some("annotation-format"))
+    for (e, a) in in_table(svc, cat)
+        .filter(|(e, a)| e.rule.as_deref() == Some("annotation-format") && !a.value.is_empty())
     {
-        let Some(a) = cat.get(svc, &e.name).filter(|a| !a.value.is_empty()) else {
-            continue;
-        };
         let format = Table::format_for(e, nlb);
         let Err(why) = format.check(a.value) else {
             continue;
@@ -98,6 +92,33 @@ fn values(svc: Svc, cat: &'static Catalog, nlb: bool, out: &mut Findings) {
             ),
         );
     }
+}
+
+/// The Service's annotations the table has an entry for, in the table's order, each read as
+/// `Catalog::get` reads it (the current prefix's key before the legacy one's). The handful
+/// on the Service are looked up in the table, not the table's some sixty formats each on the
+/// Service (17,000 instructions an admission, BENCHMARKS.md).
+fn in_table<'s>(
+    svc: Svc<'s>,
+    cat: &'static Catalog,
+) -> impl Iterator<Item = (&'static Entry, Annot<'s>)> {
+    let table = cat.table();
+    let mut found: Vec<(usize, usize, Annot<'s>)> = svc
+        .annotations()
+        .into_iter()
+        .flatten()
+        .flat_map(|(key, value)| {
+            cat.prefixes().enumerate().filter_map(move |(rank, p)| {
+                let i = table.position(key.strip_prefix(p)?)?;
+                Some((i, rank, Annot { key, value }))
+            })
+        })
+        .collect();
+    found.sort_unstable_by_key(|(i, rank, _)| (*i, *rank));
+    found.dedup_by_key(|(i, _, _)| *i);
+    found
+        .into_iter()
+        .map(move |(i, _, a)| (&table.annotations[i], a))
 }
 
 /// When the CLB controller puts the value in no call it makes for this Service (it sends it
