@@ -214,6 +214,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                         ),
                         refuser: refuser(param),
                         source: source(),
+                        given: &given(param),
                     };
                     for m in super::fields::problems(param, a.key, a.value, &words) {
                         out.push(annotation_field(a.key), m);
@@ -318,6 +319,21 @@ fn owns(param: &Param, rule: &str) -> bool {
         Some(r) => r == rule,
         None => matches!(rule, "annotation-format" | "annotation-value-format"),
     }
+}
+
+/// The row's conditions on fields of its own annotation's object, for a required field's
+/// message: ` with "type": "public"`.
+fn given(param: &Param) -> String {
+    param
+        .when
+        .iter()
+        .filter(|c| c.annotation == param.from && !c.one_of.is_empty())
+        .filter_map(|c| {
+            let f = c.field.as_ref()?;
+            let vs: Vec<String> = c.one_of.iter().map(|v| format!("\"{v}\"")).collect();
+            Some(format!(" with \"{f}\": {}", vs.join(" or ")))
+        })
+        .collect()
 }
 
 /// Who refuses the value, in messages.

@@ -13,6 +13,8 @@ pub struct Words<'w> {
     pub ports: &'w str,
     pub refuser: &'w str,
     pub source: &'w str,
+    /// The row's conditions on fields of the same object (` with "type": "public"`).
+    pub given: &'w str,
 }
 
 /// A field of the JSON object an annotation holds (`None`: not an object, or the field is
@@ -52,7 +54,8 @@ pub fn problems(param: &Param, key: &str, value: &str, w: &Words) -> Vec<String>
     for (at, o) in objects(param, value) {
         match o.get(field).filter(|v| !v.is_null()) {
             None if param.required => out.push(format!(
-                "{key}: {at}\"{field}\" is required ({}): the {} controller sends it as {} of {}{}, which {} refuses without it ({}); add it, e.g. \"{field}\": {}",
+                "{key}: {at}\"{field}\" is required{} ({}): the {} controller sends it as {} of {}{}, which {} refuses without it ({}); add it, e.g. \"{field}\": {}",
+                w.given,
                 limit(param),
                 w.controller,
                 param.name,
@@ -112,9 +115,13 @@ fn example_json(param: &Param) -> String {
 
 /// Why a JSON field's value is refused: its type, then the row's limits on its items. A
 /// number row takes a JSON whole number or a string of digits (CCE's examples write
-/// `"delay":"5"`); the others a JSON string, or with `array` a list of strings.
+/// `"delay":"5"`; with `jsonNumber` only the number); the others a JSON string, or with
+/// `array` a list of strings.
 fn field_error(param: &Param, v: &Value) -> Option<String> {
     let items: Vec<String> = match v {
+        Value::String(_) if param.range.is_some() && param.json_number => {
+            return Some("a string, not a JSON number".into());
+        }
         Value::String(s) if param.range.is_some() => match parse_int(s) {
             Some(n) => vec![n.to_string()],
             None => return Some("not a whole number".into()),

@@ -113,3 +113,41 @@ fn the_dependent_rows_are_exported() {
     // health-check-flag (any: one check), acl-id's two needs.
     assert_eq!(checks.len(), 3);
 }
+
+#[rstest]
+// jsonNumber: bandwidth_size is a JSON number; a string of digits is refused.
+#[case::number("5", Pass)]
+#[case::string("\"5\"", Deny)]
+#[case::fraction("5.0", Deny)]
+fn a_json_number_row_takes_no_string(#[case] size: &str, #[case] want: Expect) {
+    let json = format!(
+        r#"{{"type":"public","bandwidth_name":"bw","bandwidth_size":{size},"bandwidth_sharetype":"PER","eip_type":"5_bgp"}}"#
+    );
+    let s = lb().pa(Huawei, "autocreate", &json);
+    expect(&create(s), &cfg(V), "huawei-autocreate-valid", want);
+}
+
+#[test]
+fn a_required_field_message_names_its_condition() {
+    let s = lb().pa(
+        Huawei,
+        "autocreate",
+        r#"{"type":"public","bandwidth_name":"bw","bandwidth_sharetype":"PER","eip_type":"5_bgp"}"#,
+    );
+    let m = messages(s, "huawei-autocreate-valid");
+    assert_eq!(m.len(), 1, "{m:#?}");
+    assert!(
+        m[0].contains(r#""bandwidth_size" is required with "type": "public""#),
+        "{}",
+        m[0]
+    );
+    assert!(
+        m[0].contains("loadbalancer.publicip.bandwidth.size"),
+        "{}",
+        m[0]
+    );
+    assert!(m[0].contains(r#"e.g. "bandwidth_size": 5"#), "{}", m[0]);
+    // Inner: no EIP, so nothing is required.
+    let s = lb().pa(Huawei, "autocreate", r#"{"type":"inner"}"#);
+    assert!(messages(s, "huawei-autocreate-valid").is_empty());
+}

@@ -179,6 +179,10 @@ pub struct Param {
     pub fold: bool,
     /// A whole number as Go's strconv.Atoi reads it, inclusive.
     pub range: Option<(i64, i64)>,
+    /// With `field` and `range`: only a JSON number, not a string of digits (a field CCE's
+    /// tables type as Integer and every example writes as a number).
+    #[serde(default)]
+    pub json_number: bool,
     /// Numbers allowed outside `range`.
     #[serde(default, rename = "also")]
     pub also_numbers: Vec<i64>,
