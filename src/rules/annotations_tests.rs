@@ -247,7 +247,7 @@ fn version_config(p: Provider, v: KubeVersion) -> crate::config::Config {
 
 /// A Service on which every value of the annotation's table format is one the API takes:
 /// Huawei's keepalive_timeout goes to every listener, and 0-9 suit HTTP/HTTPS listeners only
-/// (providers/huawei/timeouts.rs).
+/// (the CreateListener rows of providers/data/huawei-api.yaml).
 fn context(p: Provider, name: &str) -> crate::testkit::SvcBuilder {
     match (p, name) {
         (Huawei, "keepalive_timeout") => lb().pa(Huawei, "protocol-port", "http:80"),

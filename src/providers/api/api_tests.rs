@@ -53,7 +53,7 @@ fn every_row_names_a_known_annotation_and_source() {
                         r.name
                     );
                 }
-                for cond in &r.when {
+                for cond in r.when.iter().chain(r.when_any.iter().flatten()) {
                     assert!(known(&cond.annotation), "{p} {}.{}", c.call, r.name);
                 }
                 assert!(
@@ -70,6 +70,17 @@ fn every_row_names_a_known_annotation_and_source() {
 #[test]
 fn every_example_passes_its_row() {
     for (p, c, r) in rows() {
+        // A row that takes no value (`none`) refuses its example, a value the annotation's
+        // other rows take.
+        if r.none.is_some() {
+            assert!(
+                check::value_error(r, &r.example).is_some(),
+                "{p} {}.{}",
+                c.call,
+                r.name
+            );
+            continue;
+        }
         assert_eq!(
             check::value_error(r, &r.example),
             None,

@@ -34,6 +34,9 @@ fn str_list(items: &[String]) -> String {
 
 fn holds(cat: &Catalog, c: &Cond) -> String {
     let a = catalog_annotation(cat, &c.annotation);
+    if let Some(on) = c.exists {
+        return format!("{}{}", if on { "" } else { "!" }, a.present);
+    }
     let present = set(cat, &c.annotation);
     if !c.not_in.is_empty() {
         return if c.fold {
@@ -67,6 +70,12 @@ fn all(cat: &Catalog, conds: &[Cond]) -> String {
     } else {
         parts.join(" && ")
     }
+}
+
+/// One of the lists holds (`whenAny`).
+fn any(cat: &Catalog, lists: &[Vec<Cond>]) -> String {
+    let parts: Vec<String> = lists.iter().map(|l| format!("({})", all(cat, l))).collect();
+    format!("({})", parts.join(" || "))
 }
 
 /// The listener protocol (lower case) of Service port `p` (a CEL variable), as
@@ -179,6 +188,10 @@ fn item_bad(p: &Param) -> String {
 /// The value of `from` is refused by the row (as `check::value_error`).
 fn value_bad(cat: &Catalog, p: &Param) -> String {
     let value = catalog_annotation(cat, &p.from).value;
+    if p.none.is_some() {
+        // As `vocab::annotations::parse_int`.
+        return format!("{value}.matches('^-?[0-9]{{1,18}}$')");
+    }
     let Some(sep) = &p.split else {
         return format!("[{value}].exists(i, {})", item_bad(p));
     };
@@ -213,6 +226,13 @@ fn value_bad(cat: &Catalog, p: &Param) -> String {
 /// The message of a row's limit, as `check`'s: a number the controller sends as 0 it does not
 /// send at all (`zeroUnsent`), so that one is refused as a typo, not as the API's.
 fn limit_message(rule: &str, p: &Param, key: &str, value: &str) -> String {
+    if let Some(why) = &p.none {
+        return format!(
+            "'[{rule}] ' + {key} + ' is \"' + {value} + '\": the controller sends it as {}, and {}'",
+            p.name,
+            esc(why)
+        );
+    }
     let refused = format!(
         "'[{rule}] ' + {key} + ' is \"' + {value} + '\": the cloud\\'s API refuses it as {} (allowed: {}); write e.g. \"{}\"'",
         p.name,
@@ -278,16 +298,22 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
         }
         for p in &call.params {
             if p.field.is_some()
-                || p.when.iter().any(|c| c.field.is_some())
+                || p.when
+                    .iter()
+                    .chain(p.when_any.iter().flatten())
+                    .any(|c| c.field.is_some())
                 || p.rule.as_ref().is_some_and(|r| r != rule)
             {
                 continue;
             }
-            let made = format!(
+            let mut made = format!(
                 "{} && {}",
                 made(cat, call, p.protocols.as_ref(), nlb),
                 all(cat, &p.when)
             );
+            if !p.when_any.is_empty() {
+                made = format!("{made} && {}", any(cat, &p.when_any));
+            }
             let a = catalog_annotation(cat, &p.from);
             match rule {
                 "dependent-annotations" if p.required => out.push(

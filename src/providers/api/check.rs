@@ -78,6 +78,9 @@ fn ack_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
 }
 
 fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
+    if let Some(on) = c.exists {
+        return cat.get(svc, &c.annotation).is_some() == on;
+    }
     let raw = cat.get(svc, &c.annotation).map_or("", |a| a.value);
     let inner = c
         .field
@@ -171,7 +174,10 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 .join("/")
         };
         for param in &call.params {
-            if !param.when.iter().all(|c| holds(table, cat, svc, c)) {
+            let all = |conds: &[Cond]| conds.iter().all(|c| holds(table, cat, svc, c));
+            if !all(&param.when)
+                || !(param.when_any.is_empty() || param.when_any.iter().any(|w| all(w)))
+            {
                 continue;
             }
             let ports = ports_for(call, param.protocols.as_ref(), &listeners);
@@ -224,7 +230,17 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                     if let Some(why) = value_error(param, a.value)
                         && !table_refuses(cat.table(), rule, side, &param.from, a.value)
                     {
-                        let message = if param.zero_unsent
+                        let message = if param.none.is_some() {
+                            format!(
+                                "{} is \"{}\": the {controller} controller sends it as {} of {}{}, and {why} ({})",
+                                a.key,
+                                a.value,
+                                param.name,
+                                calls(),
+                                on_ports(ports.as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
+                                source(),
+                            )
+                        } else if param.zero_unsent
                             && crate::vocab::go::atoi(a.value).map(|v| param.sent(v)) == Ok(0)
                         {
                             format!(
@@ -375,6 +391,9 @@ fn table_refuses(table: &Table, rule: &str, side: Side, name: &str, value: &str)
 
 /// Why a value (as the controller sends it) is refused by the row's limits.
 pub fn value_error(param: &Param, value: &str) -> Option<String> {
+    if let Some(why) = &param.none {
+        return crate::vocab::annotations::parse_int(value).map(|_| why.clone());
+    }
     let items = param.items(value);
     if let Some((min, max)) = param.count
         && (items.len() < min || items.len() > max)

@@ -3,6 +3,7 @@
 //! per entry of an array, a field the object must hold, CCE's listener reading, `any`), with
 //! the rule id each finding keeps. The limits themselves are held by the huawei module's
 //! tests (autocreate_tests, timeouts_tests, options_tests, dependent_tests).
+//! `whenAny` and `exists` (a shared ELB's UDP keepalive_timeout) are held by timeouts_tests.
 
 use rstest::rstest;
 

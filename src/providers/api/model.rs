@@ -111,6 +111,9 @@ pub struct Cond {
     pub not_in: Vec<String>,
     /// `false`: the annotation is absent or empty.
     pub present: Option<bool>,
+    /// `true`: the annotation is on the Service, even empty; `false`: it is not (unlike
+    /// `present: false`, an empty value counts as there).
+    pub exists: Option<bool>,
 }
 
 /// One parameter, the annotation it comes from and the API's limits on it.
@@ -142,6 +145,12 @@ pub struct Param {
     pub protocols: Option<Vec<String>>,
     #[serde(default)]
     pub when: Vec<Cond>,
+    /// Besides `when`: one of these lists holds (all of its conditions), an either-or.
+    #[serde(default)]
+    pub when_any: Vec<Vec<Cond>>,
+    /// The API takes no value here: any whole number (`-?[0-9]{1,18}`) is refused (once the
+    /// annotation table's own format takes it, as every row); the string says why and what to do.
+    pub none: Option<String>,
     /// The value is a list split on this (by the controller or by the API's own syntax).
     pub split: Option<String>,
     #[serde(default)]

@@ -26,9 +26,6 @@ const PROTOCOLS: [&str; 3] = ["TCP", "UDP", "HTTP"];
 /// names without documented fields, or a value that does not parse (the format check says so).
 pub fn json_fields(name: &str, value: &str, svc: Svc) -> Vec<String> {
     let mut out = Vec::new();
-    if name == "keepalive_timeout" {
-        return super::timeouts::keepalive(value, svc);
-    }
     if name == "tags" {
         return super::tags::tags(value, svc);
     }

@@ -1,3 +1,6 @@
+//! `elb.keepalive_timeout` per listener: the CreateListener listener.keepalive_timeout rows of
+//! providers/data/huawei-api.yaml (a shared ELB's UDP listener: `whenAny` and `none`).
+//!
 //! Sources: SDK = PyPI huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py
 //! keepalive_timeout ("TCP、UDP和IP监听器：10-4000s ... HTTP、HTTPS和TERMINATED_HTTPS监听器：0-4000s");
 //! FAQ = https://support.huaweicloud.com/intl/en-us/elb_faq/elb_faq_0309.html; OTC-0385 Table 13;
@@ -54,6 +57,12 @@ fn http() -> SvcBuilder {
 #[case::autocreate_dedicated_udp(lb().pa(Huawei, "autocreate", r#"{"type":"inner","available_zone":["z1"],"l4_flavor_name":"L4"}"#).pa(Huawei, "class", "performance").only_port(53, "UDP"), "300", Pass)]
 // The class of an ELB given by id alone is not known: not read as shared.
 #[case::no_class_udp(lb().pa(Huawei, "id", "elb-1").only_port(53, "UDP"), "300", Pass)]
+// An empty elb.class is a class, and not union: not shared, even with elb.autocreate.
+#[case::empty_class_udp(lb().pa(Huawei, "class", "").pa(Huawei, "id", "elb-1").only_port(53, "UDP"), "300", Pass)]
+#[case::empty_class_autocreate_udp(lb().pa(Huawei, "class", "").pa(Huawei, "autocreate", r#"{"type":"inner"}"#).only_port(53, "UDP"), "300", Pass)]
+// An empty elb.autocreate is there: with no class, shared.
+#[case::empty_autocreate_udp(lb().pa(Huawei, "autocreate", "").only_port(53, "UDP"), "300", Deny)]
+#[case::union_any_case_udp(lb().pa(Huawei, "class", "Union").pa(Huawei, "id", "elb-1").only_port(53, "UDP"), "300", Pass)]
 #[case::shared_udp_skip_managed(shared().only_port(53, "UDP").pa(Huawei, "id", "elb-1").pa(Huawei, "skip-managed-listener", "true"), "300", Pass)]
 fn keepalive_per_listener(#[case] s: SvcBuilder, #[case] value: &str, #[case] want: Expect) {
     expect(
@@ -62,4 +71,30 @@ fn keepalive_per_listener(#[case] s: SvcBuilder, #[case] value: &str, #[case] wa
         RULE,
         want,
     );
+}
+
+/// On a shared ELB's UDP listener any whole number is refused; one the annotation table's
+/// 0-4000 refuses (5000) or that is no number is reported once, by the table.
+#[rstest]
+#[case::inside("300", 1)]
+#[case::outside("5000", 1)]
+#[case::not_a_number("ten", 1)]
+fn shared_udp_findings(#[case] value: &str, #[case] n: usize) {
+    let s = shared()
+        .only_port(53, "UDP")
+        .pa(Huawei, "keepalive_timeout", value);
+    let v: Vec<String> = crate::testkit::run(&create(s), &cfg(V))
+        .violations
+        .into_iter()
+        .filter(|x| x.rule == RULE)
+        .map(|x| x.message)
+        .collect();
+    assert_eq!(v.len(), n, "{v:#?}");
+    if value == "300" {
+        assert!(
+            v.iter()
+                .any(|m| m.contains("53 (udp)") && m.contains("dedicated ELB")),
+            "{v:#?}"
+        );
+    }
 }
