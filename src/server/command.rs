@@ -139,7 +139,13 @@ pub fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::Worker
         .with_ansi(ansi)
         .with_writer(writer);
     let _ = match format {
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .event_format(super::log_json::JsonLine::new(
+                tracing_subscriber::fmt::time::SystemTime,
+            ))
+            .try_init(),
         LogFormat::Text => builder.try_init(),
     };
     guard

@@ -8,6 +8,7 @@ pub mod command;
 pub mod devcert;
 pub mod events;
 pub mod listen;
+pub mod log_json;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod process;

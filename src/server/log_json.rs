@@ -1,0 +1,165 @@
+//! The JSON log line, written straight to the line's buffer. tracing-subscriber's JSON
+//! formatter serializes each field through serde and a `format_args!`: on a denial's
+//! decision line that was some 26,000 instructions of the request (BENCHMARKS.md, #41).
+//! The line is the same, byte for byte: `{"timestamp":…,"level":…,<fields>}`. Events in a
+//! span, and `log` records of other crates, go to the stock formatter, which also writes the
+//! spans and normalises `log` metadata.
+
+use std::fmt::{self, Write};
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Subscriber};
+use tracing_subscriber::fmt::FmtContext;
+use tracing_subscriber::fmt::format::{self, FormatEvent, FormatFields, Json};
+use tracing_subscriber::fmt::time::FormatTime;
+use tracing_subscriber::registry::LookupSpan;
+
+/// lbguard's JSON event format: the stock one's output, without its per-field detours.
+pub struct JsonLine<T> {
+    timer: T,
+    stock: format::Format<Json, T>,
+}
+
+impl<T: FormatTime + Clone> JsonLine<T> {
+    /// The line `tracing_subscriber::fmt().json().flatten_event(true).with_target(false)`
+    /// writes, with `timer`'s timestamps.
+    pub fn new(timer: T) -> Self {
+        let stock = format::format()
+            .json()
+            .flatten_event(true)
+            .with_target(false)
+            .with_timer(timer.clone());
+        JsonLine { timer, stock }
+    }
+}
+
+impl<S, N, T> FormatEvent<S, N> for JsonLine<T>
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+    T: FormatTime,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: format::Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        let own = event.metadata().target().starts_with("lbguard");
+        // The stock formatter's test for a span to write.
+        let in_span = event
+            .parent()
+            .and_then(|id| ctx.span(id))
+            .or_else(|| ctx.lookup_current())
+            .is_some();
+        if !own || in_span {
+            return self.stock.format_event(ctx, writer, event);
+        }
+        let mut timestamp = String::with_capacity(32);
+        self.timer
+            .format_time(&mut format::Writer::new(&mut timestamp))?;
+        writer.write_str("{\"timestamp\":")?;
+        escaped(&mut writer, &timestamp)?;
+        writer.write_str(",\"level\":\"")?;
+        writer.write_str(event.metadata().level().as_str())?;
+        writer.write_char('"')?;
+        let mut fields = Fields {
+            out: &mut writer,
+            scratch: String::new(),
+            result: Ok(()),
+        };
+        event.record(&mut fields);
+        fields.result?;
+        writer.write_str("}\n")
+    }
+}
+
+/// Writes each field as `,"name":value`, as serde_json writes it.
+struct Fields<'a, W> {
+    out: &'a mut W,
+    scratch: String,
+    result: fmt::Result,
+}
+
+impl<W: Write> Fields<'_, W> {
+    fn entry(&mut self, field: &Field, value: impl FnOnce(&mut W) -> fmt::Result) {
+        if self.result.is_ok() {
+            self.result = self
+                .out
+                .write_char(',')
+                .and_then(|()| escaped(self.out, field.name()))
+                .and_then(|()| self.out.write_char(':'))
+                .and_then(|()| value(self.out));
+        }
+    }
+
+    fn text(&mut self, field: &Field, value: fmt::Arguments) {
+        self.scratch.clear();
+        let _ = self.scratch.write_fmt(value);
+        let scratch = std::mem::take(&mut self.scratch);
+        self.entry(field, |out| escaped(out, &scratch));
+        self.scratch = scratch;
+    }
+}
+
+impl<W: Write> Visit for Fields<'_, W> {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.entry(field, |out| escaped(out, value));
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        self.entry(field, |out| {
+            out.write_str(if value { "true" } else { "false" })
+        });
+    }
+
+    fn record_u64(&mut self, field: &Field, value: u64) {
+        self.entry(field, |out| write!(out, "{value}"));
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.entry(field, |out| write!(out, "{value}"));
+    }
+
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        // serde_json's own number, or null for NaN and the infinities.
+        let number = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
+        self.entry(field, |out| out.write_str(&number));
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        self.text(field, format_args!("{value:?}"));
+    }
+}
+
+/// `s` as a JSON string, escaped as serde_json escapes it.
+fn escaped(out: &mut impl Write, s: &str) -> fmt::Result {
+    out.write_char('"')?;
+    let mut start = 0;
+    for (i, b) in s.bytes().enumerate() {
+        let short = match b {
+            b'"' => "\\\"",
+            b'\\' => "\\\\",
+            b'\n' => "\\n",
+            b'\r' => "\\r",
+            b'\t' => "\\t",
+            0x08 => "\\b",
+            0x0c => "\\f",
+            0x00..=0x1f => "",
+            _ => continue,
+        };
+        out.write_str(&s[start..i])?;
+        if short.is_empty() {
+            write!(out, "\\u{b:04x}")?;
+        } else {
+            out.write_str(short)?;
+        }
+        start = i + 1;
+    }
+    out.write_str(&s[start..])?;
+    out.write_char('"')
+}
+
+#[cfg(test)]
+#[path = "log_json_tests.rs"]
+mod tests;
