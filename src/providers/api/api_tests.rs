@@ -29,7 +29,11 @@ fn every_row_names_a_known_annotation_and_source() {
                 c.call,
                 c.source
             );
-            let conds = c.when.iter().chain(c.together.iter().map(|t| &t.when));
+            let conds = c.when.iter().chain(
+                c.together
+                    .iter()
+                    .flat_map(|t| std::iter::once(&t.when).chain(&t.excludes)),
+            );
             for cond in conds {
                 assert!(
                     known(&cond.annotation),
@@ -41,6 +45,9 @@ fn every_row_names_a_known_annotation_and_source() {
             for t2 in &c.together {
                 for n in &t2.need {
                     assert!(known(n), "{p} {}: needs {n}", c.call);
+                }
+                if let Some(s) = &t2.source {
+                    assert!(t.sources.contains_key(s), "{p} {}: source {s}", c.call);
                 }
             }
             for r in &c.params {

@@ -1,7 +1,7 @@
 //! The CEL of `check` (`lbguard export-vap`): the same rows, the same reading of the
 //! listener protocols, the same conditions.
 
-use super::model::{Call, Cond, Param, Side};
+use super::model::{Call, Cond, Param, Side, Together};
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::rule::CelCheck;
@@ -260,6 +260,42 @@ fn esc(s: &str) -> String {
         .replace('"', "\\\"")
 }
 
+/// `if` and `x` hold together (`excludes`), as `check`'s message: a value only where the
+/// condition names values, and the same values as the update ratchet's witness.
+fn excludes(cat: &Catalog, made: &str, t: &Together, x: &Cond) -> CelCheck {
+    let named = |c: &Cond| {
+        let a = catalog_annotation(cat, &c.annotation);
+        if c.one_of.is_empty() {
+            a.key
+        } else {
+            format!("{} + ': \"' + {} + '\"'", a.key, a.value)
+        }
+    };
+    let values: Vec<String> = [&t.when, x]
+        .into_iter()
+        .filter(|c| !c.one_of.is_empty())
+        .map(|c| catalog_annotation(cat, &c.annotation).value)
+        .collect();
+    let witness = std::iter::once(cel::lit(&format!(
+        "{}/excludes/{}",
+        t.when.annotation, x.annotation
+    )))
+    .chain(values)
+    .collect::<Vec<_>>()
+    .join(" + '/' + ");
+    CelCheck::new(
+        format!("{made} && {} && {}", holds(cat, &t.when), holds(cat, x)),
+        format!(
+            "'[dependent-annotations] ' + {} + ' cannot go with ' + {} + ': {} refuses them together ({})'",
+            named(&t.when),
+            named(x),
+            esc(t.by.as_deref().unwrap_or("the cloud's API")),
+            esc(&t.params)
+        ),
+    )
+    .same_when(witness)
+}
+
 /// One limit check: (violation and zeroUnsent, the calls it is made in, message, witness).
 type Limit = ((String, bool), Vec<String>, String, String);
 
@@ -291,7 +327,11 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
         if call
             .when
             .iter()
-            .chain(call.together.iter().map(|t| &t.when))
+            .chain(
+                call.together
+                    .iter()
+                    .flat_map(|t| std::iter::once(&t.when).chain(&t.excludes)),
+            )
             .any(|c| c.field.is_some())
         {
             continue;
@@ -359,6 +399,12 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
         }
         for t in &call.together {
             let a = catalog_annotation(cat, &t.when.annotation);
+            for x in &t.excludes {
+                out.push(excludes(cat, &made(cat, call, None, nlb), t, x));
+            }
+            if t.need.is_empty() {
+                continue;
+            }
             if t.any {
                 let none: Vec<String> =
                     t.need.iter().map(|n| format!("!{}", set(cat, n))).collect();

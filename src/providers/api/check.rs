@@ -288,6 +288,31 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             let source = source(table, t.source.as_ref().unwrap_or(&call.source));
             let calls = calls();
             let refuser = t.by.as_deref().unwrap_or("the cloud's API");
+            // One finding per excluded condition that holds, on `if`'s annotation.
+            for x in t.excludes.iter().filter(|x| holds(table, cat, svc, x)) {
+                let other = cat.key(&x.annotation);
+                let fix = if x.one_of.is_empty() {
+                    format!("remove {} or {other}", a.key)
+                } else {
+                    format!(
+                        "remove {}, or give {other} a value other than {}",
+                        a.key,
+                        x.one_of.join(", ")
+                    )
+                };
+                out.push(
+                    annotation_field(a.key),
+                    format!(
+                        "{} cannot go with {}: {refuser} refuses them together in {calls} ({}; {source}); {fix}",
+                        named(cat, svc, &t.when),
+                        named(cat, svc, x),
+                        t.params
+                    ),
+                );
+            }
+            if t.need.is_empty() {
+                continue;
+            }
             let missing: Vec<&String> = t
                 .need
                 .iter()
@@ -325,6 +350,17 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 );
             }
         }
+    }
+}
+
+/// A condition's annotation in a message: its key, and its value where the condition names
+/// values (`in`). Other values stay out, so the update ratchet (same rule, same message) keeps
+/// the finding while they change.
+fn named(cat: &Catalog, svc: Svc, c: &Cond) -> String {
+    match cat.get(svc, &c.annotation) {
+        Some(a) if !c.one_of.is_empty() => format!("{}: \"{}\"", a.key, a.value),
+        Some(a) => a.key.to_string(),
+        None => cat.key(&c.annotation),
     }
 }
 

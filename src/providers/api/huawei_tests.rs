@@ -3,12 +3,16 @@
 //! per entry of an array, a field the object must hold, CCE's listener reading, `any`), with
 //! the rule id each finding keeps. The limits themselves are held by the huawei module's
 //! tests (autocreate_tests, timeouts_tests, options_tests, dependent_tests).
-//! `whenAny` and `exists` (a shared ELB's UDP keepalive_timeout) are held by timeouts_tests.
+//! `whenAny` and `exists` (a shared ELB's UDP keepalive_timeout) are held by timeouts_tests;
+//! `excludes` (health-check-option with -options, session-affinity-mode with lb-algorithm
+//! SOURCE_IP) is held here, the cases that were huawei/dependent_tests' before the rows.
 
 use rstest::rstest;
 
 use crate::providers::Provider::Huawei;
-use crate::testkit::{Expect, Expect::*, SvcBuilder, cfg, create, expect, lb, run};
+use crate::testkit::{
+    Expect, Expect::*, SvcBuilder, cfg, create, expect, lb, policy_says, run, update,
+};
 
 const V: &str = "cluster:\n  version: v1.31.14-r50\n";
 
@@ -111,8 +115,82 @@ fn any_is_one_finding_when_none_is_set() {
 fn the_dependent_rows_are_exported() {
     let cat = &crate::providers::huawei::CATALOG;
     let checks = super::cel::checks(cat, "false", "dependent-annotations");
-    // health-check-flag (any: one check), acl-id's two needs.
-    assert_eq!(checks.len(), 3);
+    // health-check-flag (any: one check), the two exclusions, acl-id's two needs.
+    assert_eq!(checks.len(), 5);
+}
+
+const OPTION: &str = r#"{"protocol":"TCP","delay":"5","timeout":"10","max_retries":"3"}"#;
+const OPTIONS: &str = r#"[{"target_service_port":"TCP:80","protocol":"TCP"}]"#;
+
+fn with(pairs: &[(&str, &str)]) -> SvcBuilder {
+    pairs
+        .iter()
+        .fold(lb().pa(Huawei, "id", "elb-1"), |s, (k, v)| {
+            s.pa(Huawei, k, v)
+        })
+}
+
+#[rstest]
+// HW-0684 约束与限制: "不允许同时配置 health-check-option 和 health-check-options".
+#[case::both(&[("health-check-option", OPTION), ("health-check-options", OPTIONS)], Deny)]
+#[case::both_flag_on(&[("health-check-flag", "on"), ("health-check-option", OPTION), ("health-check-options", OPTIONS)], Deny)]
+#[case::option_alone(&[("health-check-option", OPTION)], Pass)]
+#[case::options_alone(&[("health-check-options", OPTIONS)], Pass)]
+#[case::option_empty(&[("health-check-option", ""), ("health-check-options", OPTIONS)], Pass)]
+#[case::options_empty(&[("health-check-option", OPTION), ("health-check-options", "")], Pass)]
+// OTC-0385 Tables 1-2: with lb-algorithm SOURCE_IP "sticky session cannot be enabled".
+#[case::affinity_source_ip_hash(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "SOURCE_IP")], Deny)]
+#[case::affinity_skip_managed(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "SOURCE_IP"), ("skip-managed-listener", "true")], Deny)]
+#[case::affinity_round_robin(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "ROUND_ROBIN")], Pass)]
+#[case::affinity_least_conn(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "LEAST_CONNECTIONS")], Pass)]
+#[case::affinity_default_algorithm(&[("session-affinity-mode", "SOURCE_IP")], Pass)]
+#[case::affinity_empty(&[("session-affinity-mode", ""), ("lb-algorithm", "SOURCE_IP")], Pass)]
+// Exact case, as CCE's table writes SOURCE_IP (annotation-value-format refuses the others).
+#[case::algorithm_lower(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "source_ip")], Pass)]
+#[case::source_ip_hash_alone(&[("lb-algorithm", "SOURCE_IP")], Pass)]
+fn excludes_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
+    expect(&create(with(pairs)), &cfg(V), "dependent-annotations", want);
+}
+
+/// An exclusion is one finding on the `if` annotation, naming the other one, with the row's
+/// source, as the Rust checks it replaced did.
+#[rstest]
+#[case::health(&[("health-check-option", OPTION), ("health-check-options", OPTIONS)], "kubernetes.io/elb.health-check-options", "cannot go with kubernetes.io/elb.health-check-option:", "cce_10_0684")]
+#[case::affinity(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "SOURCE_IP")], "kubernetes.io/elb.session-affinity-mode", "cannot go with kubernetes.io/elb.lb-algorithm: \"SOURCE_IP\":", "sticky session cannot be enabled")]
+fn an_exclusion_names_its_field_and_source(
+    #[case] pairs: &[(&str, &str)],
+    #[case] key: &str,
+    #[case] says: &str,
+    #[case] source: &str,
+) {
+    let v = run(&create(with(pairs)), &cfg(V));
+    let mine: Vec<_> = v
+        .violations
+        .iter()
+        .filter(|x| x.rule == "dependent-annotations")
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:#?}");
+    assert_eq!(mine[0].field, format!("metadata.annotations[{key}]"));
+    assert!(mine[0].message.contains(says), "{}", mine[0].message);
+    assert!(mine[0].message.contains(source), "{}", mine[0].message);
+    // The exported policy says it too (CEL), and only the exclusion.
+    let cel = policy_says(&create(with(pairs)), &cfg(V), "dependent-annotations");
+    assert_eq!(cel.len(), 1, "{cel:#?}");
+    assert!(cel[0].contains(says), "{}", cel[0]);
+}
+
+/// The update ratchet keeps an exclusion the live Service had, whatever the other values.
+#[test]
+fn an_exclusion_ratchets_on_update() {
+    let old = with(&[
+        ("health-check-option", OPTION),
+        ("health-check-options", OPTIONS),
+    ]);
+    let new = with(&[
+        ("health-check-option", r#"{"delay":"6"}"#),
+        ("health-check-options", OPTIONS),
+    ]);
+    expect(&update(old, new), &cfg(V), "dependent-annotations", Warn);
 }
 
 #[rstest]

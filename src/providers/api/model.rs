@@ -215,14 +215,21 @@ pub struct Param {
     regex: Option<Regex>,
 }
 
-/// Annotations that must go with another one's value in the same call.
+/// Annotations that must go with another one's value in the same call, or must not.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Together {
     #[serde(rename = "if")]
     pub when: Cond,
     /// Annotations that must be present (not empty).
+    #[serde(default)]
     pub need: Vec<String>,
+    /// Conditions that must not hold with `if` (the controller takes one or the other): one
+    /// finding on `if`'s annotation per condition that holds. Messages quote a value only
+    /// where the condition names values (`in`), so the update ratchet keeps a finding however
+    /// the other values change.
+    #[serde(default)]
+    pub excludes: Vec<Cond>,
     /// One of `need` suffices (a finding when none is set).
     #[serde(default)]
     pub any: bool,
@@ -368,6 +375,13 @@ fn parse(p: Provider, text: &str) -> ApiTable {
         "providers/data/{p}-api.yaml names another provider"
     );
     for call in &mut t.calls {
+        for row in &call.together {
+            assert!(
+                !row.need.is_empty() || !row.excludes.is_empty(),
+                "{p}-api.yaml {}: a together row with neither need nor excludes",
+                call.call
+            );
+        }
         for param in &mut call.params {
             param.regex = param.pattern.as_ref().map(|s| {
                 Regex::new(&format!("^(?:{s})$")).unwrap_or_else(|e| {

@@ -8,7 +8,6 @@
 //! .../enabling_a_loadbalancer_service_to_obtain_the_client_ip_address.rst.
 
 use crate::vocab::catalog::{Annot, Catalog, annotation_field, catalog_annotation};
-use crate::vocab::cel;
 use crate::vocab::checks::protocol_entries;
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::rule::{CelCheck, VapCtx};
@@ -43,35 +42,11 @@ fn set<'a>(cat: &Catalog, svc: Svc<'a>, name: &str) -> Option<Annot<'a>> {
 
 pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
-    let (option, options) = (
-        cat.key("health-check-option"),
-        cat.key("health-check-options"),
-    );
-    // What the API rows of providers/data/huawei-api.yaml say goes together: health-check-flag
-    // "on" needs health-check-option or -options (OTC-0385 Table 3), a non-empty acl-id needs
-    // acl-status and acl-type (OTC-0385 Table 11).
+    // What the API rows of providers/data/huawei-api.yaml say goes together, or must not:
+    // health-check-flag "on" needs health-check-option or -options (OTC-0385 Table 3) but not
+    // both (HW-0684), no session-affinity-mode with lb-algorithm SOURCE_IP (OTC-0385 Tables
+    // 1-2), a non-empty acl-id needs acl-status and acl-type (OTC-0385 Table 11).
     crate::providers::api::check(ctx, cat, "dependent-annotations", out);
-    // HW-0684 约束与限制: "不允许同时配置 health-check-option 和 health-check-options".
-    if let (Some(_), Some(b)) = (
-        set(cat, new, "health-check-option"),
-        set(cat, new, "health-check-options"),
-    ) {
-        out.push(
-            annotation_field(b.key),
-            format!("{option} and {options} cannot both be set (CCE takes one or the other); keep {options} for per-port checks, or {option} for one check on every port"),
-        );
-    }
-    // OTC-0385 Tables 1-2: with lb-algorithm SOURCE_IP "sticky session cannot be enabled".
-    if let (Some(mode), Some(alg)) = (
-        set(cat, new, "session-affinity-mode"),
-        cat.get(new, "lb-algorithm"),
-    ) && alg.value == "SOURCE_IP"
-    {
-        out.push(
-            annotation_field(mode.key),
-            format!("{}: \"{}\" cannot go with {}: \"SOURCE_IP\": CCE does not enable sticky sessions on a source-IP-hash backend group (source IP hash already keeps a client on one backend); remove {}, or choose ROUND_ROBIN or LEAST_CONNECTIONS", mode.key, mode.value, alg.key, mode.key),
-        );
-    }
     // A TLS listener needs a server certificate, as an HTTPS one does (https-needs-cert):
     // "If Frontend Protocol is set to HTTPS or TLS, you must select a server certificate", and
     // elb.cert-id is "used as the TLS/HTTPS server certificate" (OTC-0683 :77, :148-159); the ELB
@@ -176,43 +151,8 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         let x = a(n);
         format!("({} && {} != '')", x.present, x.value)
     };
-    let lit = cel::lit;
-    let (opt, opts, mode, alg) = (
-        cat.key("health-check-option"),
-        cat.key("health-check-options"),
-        a("session-affinity-mode"),
-        a("lb-algorithm"),
-    );
-    // The API rows' (huawei-api.yaml: health-check-flag, acl-id).
+    // The API rows' (huawei-api.yaml: health-check-flag, the two exclusions, acl-id).
     let mut out = crate::providers::api::cel::checks(cat, "false", "dependent-annotations");
-    out.extend([
-        CelCheck::new(
-            format!(
-                "{} && {}",
-                set("health-check-option"),
-                set("health-check-options")
-            ),
-            lit(&format!(
-                "[dependent-annotations] {opt} and {opts} cannot both be set; keep one"
-            )),
-        )
-        .same_when("'w1'"),
-        CelCheck::new(
-            format!(
-                "{} && {} && {} == 'SOURCE_IP'",
-                set("session-affinity-mode"),
-                alg.present,
-                alg.value
-            ),
-            format!(
-                "'[dependent-annotations] ' + {} + ': \"' + {} + '\" cannot go with {}: \"SOURCE_IP\"; remove it, or choose ROUND_ROBIN or LEAST_CONNECTIONS'",
-                mode.key,
-                mode.value,
-                cat.key("lb-algorithm")
-            ),
-        )
-        .same_when("'w2'"),
-    ]);
     let (pp, cert) = (a("protocol-port"), a("cert-id"));
     out.push(
         CelCheck::new(
