@@ -509,6 +509,20 @@ mod tests {
             .collect()
     }
 
+    /// InstanceChargeType as the SLB API answers it; anything else (or nothing, as the
+    /// international site may answer) is not known.
+    #[rstest::rstest]
+    #[case::spec(serde_json::json!("PayBySpec"), Some(ChargeType::PayBySpec))]
+    #[case::lcu(serde_json::json!("PayByCLCU"), Some(ChargeType::PayByClcu))]
+    #[case::other_case(serde_json::json!("paybyspec"), None)]
+    #[case::empty(serde_json::json!(""), None)]
+    #[case::absent(Value::Null, None)]
+    fn clb_charge_type(#[case] v: Value, #[case] want: Option<ChargeType>) {
+        let attrs = serde_json::json!({"InstanceChargeType": v});
+        assert_eq!(new_lb("lb-1", LbKind::Clb, &attrs).charge_type, want);
+        assert_eq!(new_lb("nlb-1", LbKind::Nlb, &attrs).charge_type, None);
+    }
+
     #[test]
     fn creators_follow_the_ccm_tags() {
         assert_eq!(
