@@ -10,8 +10,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::vocab::ctx::{Inventory, Lookup};
 pub use crate::vocab::lb::{
-    AddressType, Attachment, CreatedBy, Family, LbKind, Listener, LoadBalancer, SERVER_GROUP_TYPES,
-    ServerGroup, protocol_family,
+    AddressType, Attachment, ChargeType, CreatedBy, Family, LbKind, Listener, LoadBalancer,
+    SERVER_GROUP_TYPES, ServerGroup, protocol_family,
 };
 use crate::vocab::provider::Provider;
 
@@ -105,6 +105,14 @@ impl Snapshot {
             }
             if let Some(groups) = &lb.server_groups {
                 server_groups_valid(lb, groups).map_err(entry)?;
+            }
+            if lb.charge_type.is_some()
+                && (lb.provider != Provider::Alibaba || lb.kind == Some(LbKind::Nlb))
+            {
+                return Err(entry(
+                    "chargeType: only an Alibaba CLB (kind: clb) has an instance charge type here"
+                        .into(),
+                ));
             }
             for (i, l) in lb.listeners.iter().enumerate() {
                 if l.port == 0 {
@@ -407,6 +415,41 @@ loadBalancers:
                 .unwrap();
                 let again = Snapshot::parse(&back, "back.yaml").unwrap();
                 assert_eq!(again.get(Provider::Alibaba, "nlb-1"), Some(lb));
+            }
+            (Err(e), Err(want)) => {
+                let e = e.to_string();
+                assert!(e.contains(want), "{e}");
+            }
+            (got, want) => panic!("{extra}: {:?}, wanted {want:?}", got.map(|s| s.len())),
+        }
+    }
+
+    #[rstest::rstest]
+    #[case::none("", Ok(None))]
+    #[case::spec("\n    chargeType: PayBySpec", Ok(Some(ChargeType::PayBySpec)))]
+    #[case::lcu("\n    chargeType: PayByCLCU", Ok(Some(ChargeType::PayByClcu)))]
+    #[case::api_spelling_only("\n    chargeType: paybyspec", Err("loadBalancers[0]"))]
+    #[case::on_an_nlb(
+        "\n    chargeType: PayBySpec\n    kind: nlb",
+        Err("chargeType: only an Alibaba CLB")
+    )]
+    fn clb_charge_type_is_optional_and_checked(
+        #[case] extra: &str,
+        #[case] want: Result<Option<ChargeType>, &str>,
+    ) {
+        let text = format!("loadBalancers:\n  - id: lb-1\n    provider: alibaba{extra}\n");
+        match (Snapshot::parse(&text, "inv.yaml"), want) {
+            (Ok(s), Ok(c)) => {
+                let lb = s.get(Provider::Alibaba, "lb-1").unwrap();
+                assert_eq!(lb.charge_type, c);
+                // What `inventory` writes reads back the same, absent staying absent.
+                let back = serde_saphyr::to_string(&InventoryFile {
+                    load_balancers: vec![lb.clone()],
+                })
+                .unwrap();
+                assert_eq!(back.contains("chargeType"), c.is_some(), "{back}");
+                let again = Snapshot::parse(&back, "back.yaml").unwrap();
+                assert_eq!(again.get(Provider::Alibaba, "lb-1"), Some(lb));
             }
             (Err(e), Err(want)) => {
                 let e = e.to_string();

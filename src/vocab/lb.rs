@@ -79,6 +79,35 @@ impl CreatedBy {
     }
 }
 
+/// An ACK CLB's instance charge type (metering method), as the CLB API answers
+/// `InstanceChargeType` in DescribeLoadBalancers and DescribeLoadBalancerAttribute.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub enum ChargeType {
+    /// Pay-by-specification: the instance has a spec (`slb.s1.small`...).
+    PayBySpec,
+    /// Pay-by-LCU: no spec.
+    #[serde(rename = "PayByCLCU")]
+    PayByClcu,
+}
+
+impl ChargeType {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ChargeType::PayBySpec => "PayBySpec",
+            ChargeType::PayByClcu => "PayByCLCU",
+        }
+    }
+
+    /// The API's spelling (exact); anything else is not known.
+    pub fn parse(value: &str) -> Option<Self> {
+        match value {
+            "PayBySpec" => Some(ChargeType::PayBySpec),
+            "PayByCLCU" => Some(ChargeType::PayByClcu),
+            _ => None,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 pub struct Listener {
@@ -156,6 +185,11 @@ pub struct LoadBalancer {
     /// The address Services' status names: a CLB's IP, an NLB's DNS name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub address: Option<String>,
+    /// ACK CLB: the live instance charge type (absent: not known), which the CLB controller
+    /// keeps when the Service gives no `instance-charge-type` and changes when it gives
+    /// another (clbv1/loadbalancer.go:451-491).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub charge_type: Option<ChargeType>,
     /// ACK NLB: every server group in the NLB's VPC (absent: not known; `[]`: none), shared
     /// by the facts of the NLBs in that VPC read in one round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -181,6 +215,7 @@ impl LoadBalancer {
             ip_version: None,
             network_type: None,
             address: None,
+            charge_type: None,
             server_groups: None,
         }
     }

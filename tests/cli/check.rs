@@ -364,3 +364,95 @@ fn check_says_when_the_inventory_rules_did_not_run() {
     let out = lbguard(&["check", "examples/ctyun/bad-ip-mode-value.yaml"], None);
     assert!(!String::from_utf8_lossy(&out.stdout).contains("no inventory was given"));
 }
+
+/// `check --inventory` with a CLB's live charge type (`chargeType`): a pay-by-LCU CLB asked to
+/// be PayBySpec, and a pay-by-spec one given a spec the API refuses without
+/// instance-charge-type, are denied by annotation-format; a CLB whose charge type the file
+/// does not give keeps today's verdict (issue #39).
+#[test]
+fn check_holds_a_reused_clb_to_its_live_charge_type() {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("inventory.yaml");
+    std::fs::write(
+        &inventory,
+        "loadBalancers:\n  - {id: lb-lcu, provider: alibaba, kind: clb, addressType: internet, createdBy: user, chargeType: PayByCLCU}\n  - {id: lb-spec, provider: alibaba, kind: clb, addressType: internet, createdBy: user, chargeType: PayBySpec}\n  - {id: lb-old, provider: alibaba, kind: clb, addressType: internet, createdBy: user}\n",
+    )
+    .unwrap();
+    let cases: &[(&str, &str, &str, bool)] = &[
+        (
+            "lcu-to-spec",
+            "lb-lcu",
+            "instance-charge-type: PayBySpec",
+            false,
+        ),
+        (
+            "lcu-kept",
+            "lb-lcu",
+            "instance-charge-type: PayByCLCU",
+            true,
+        ),
+        ("spec-bad-spec", "lb-spec", "spec: slb.s9.small", false),
+        ("spec-good-spec", "lb-spec", "spec: slb.s2.small", true),
+        ("old-bad-spec", "lb-old", "spec: slb.s9.small", true),
+        (
+            "old-to-spec",
+            "lb-old",
+            "instance-charge-type: PayBySpec",
+            true,
+        ),
+    ];
+    let prefix = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-";
+    // Each on a port of its own: the Services share load balancers (listener-port-unique).
+    for (port, (name, id, ann, _)) in (8001..).zip(cases) {
+        std::fs::write(
+            dir.path().join(format!("{name}.yaml")),
+            format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: shop\n  annotations:\n    {prefix}id: {id}\n    {prefix}{ann}\nspec:\n  type: LoadBalancer\n  ports:\n    - {{port: {port}, targetPort: 8080, protocol: TCP}}\n"),
+        )
+        .unwrap();
+    }
+    let files: Vec<String> = cases
+        .iter()
+        .map(|(name, ..)| {
+            dir.path()
+                .join(format!("{name}.yaml"))
+                .display()
+                .to_string()
+        })
+        .collect();
+    let mut args = vec![
+        "check",
+        "--output",
+        "json",
+        "--inventory",
+        inventory.to_str().unwrap(),
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let out = lbguard(&args, None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc = json(&out);
+    for (name, _, _, allowed) in cases {
+        let r = doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| {
+                r["file"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("/{name}.yaml"))
+            })
+            .unwrap_or_else(|| panic!("{name}: {doc}"));
+        assert_eq!(r["allowed"], *allowed, "{name}: {r}");
+        for v in r["violations"].as_array().unwrap() {
+            if v["action"] == "deny" {
+                assert_eq!(v["rule"], "annotation-format", "{name}: {r}");
+                let m = v["message"].as_str().unwrap();
+                assert!(
+                    m.contains("ModifyLoadBalancerInstanceChargeType")
+                        || m.contains("ModifyLoadBalancerInstanceSpec"),
+                    "{name}: {m}"
+                );
+            }
+        }
+    }
+}

@@ -609,7 +609,8 @@ class Handler(BaseHTTPRequestHandler):
         SLB API names them (only those the file gives)."""
         names = {"resourceGroupId": "ResourceGroupId", "masterZoneId": "MasterZoneId",
                  "slaveZoneId": "SlaveZoneId", "ipVersion": "AddressIPVersion",
-                 "networkType": "NetworkType", "address": "Address"}
+                 "networkType": "NetworkType", "address": "Address",
+                 "chargeType": "InstanceChargeType"}
         return {api: lb[k] for k, api in names.items() if k in lb}
 
     @staticmethod

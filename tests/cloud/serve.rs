@@ -90,6 +90,15 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
                     8080,
                 ));
             }
+            if provider == Provider::Alibaba {
+                // A CLB's live charge type (InstanceChargeType) decides both.
+                for charge in [
+                    ("instance-charge-type", "PayBySpec"),
+                    ("spec", "slb.s9.small"),
+                ] {
+                    cases.push(create(provider, "bill", id, &[charge], 8080));
+                }
+            }
         }
         let mut denied = 0;
         for case in &cases {
@@ -99,6 +108,29 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
             denied += usize::from(!a.0);
         }
         assert!(denied > 0, "{provider}: some of the cases must be denied");
+        if provider == Provider::Alibaba {
+            // lb-intranet is pay-by-LCU, lb-user-internet pay-by-spec (the file's chargeType).
+            for (id, charge, call) in [
+                (
+                    "lb-intranet",
+                    ("instance-charge-type", "PayBySpec"),
+                    "ModifyLoadBalancerInstanceChargeType",
+                ),
+                (
+                    "lb-user-internet",
+                    ("spec", "slb.s9.small"),
+                    "ModifyLoadBalancerInstanceSpec",
+                ),
+            ] {
+                let case = create(provider, "bill", id, &[charge], 8080);
+                let r = with_cloud.client().post("/validate", &case).await.review();
+                let (allowed, message, _) = outcome(&r);
+                assert!(
+                    !allowed && message.contains("[annotation-format]") && message.contains(call),
+                    "{id}: {message}"
+                );
+            }
+        }
         // A typo: the file cannot tell, the cloud says it is not there.
         let typo = create(provider, "web", "lb-typo", &[], 8080);
         let r = with_cloud.client().post("/validate", &typo).await.review();

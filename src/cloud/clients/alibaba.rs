@@ -8,7 +8,10 @@
 //!   carries (`clbv1/model_applier.go:497-504`, `nlbv2/model_applier.go:598-605`), so a
 //!   `kubernetes.reused.by.user` tag beside them changes nothing; without them it is a user's.
 //! - what the controllers compare with a reused one: resource group, zones, ip-version,
-//!   network type and address (CLB: its IP; NLB: its DNS name).
+//!   network type and address (CLB: its IP; NLB: its DNS name); a CLB's `InstanceChargeType`
+//!   (`chargeType`), which the CLB controller keeps or changes (`clbv1/loadbalancer.go:451-491`);
+//!   a value other than PayBySpec or PayByCLCU (or none, as the international site may answer)
+//!   is not known.
 //! - listener owners: the CCM names its CLB listeners `k8s/{port}/{service}/{namespace}/{cluster id}`
 //!   (`pkg/model/load_balancer.go` ListenerNamedKey) and its NLB listeners
 //!   `k8s.{port}.{protocol}.{service}.{namespace}.{cluster id}` (`pkg/model/nlb/nlb.go`), in the
@@ -30,7 +33,9 @@ use crate::cloud::base::paging::Pager;
 use crate::cloud::base::request::Req;
 use crate::cloud::client::{Client, Groups, Round};
 use crate::cloud::transport::Call;
-use crate::vocab::lb::{AddressType, Attachment, CreatedBy, LbKind, LoadBalancer, ServerGroup};
+use crate::vocab::lb::{
+    AddressType, Attachment, ChargeType, CreatedBy, LbKind, LoadBalancer, ServerGroup,
+};
 use crate::vocab::provider::Provider;
 
 const SLB_VERSION: &str = "2014-05-15";
@@ -395,6 +400,9 @@ fn new_lb(id: &str, kind: LbKind, attrs: &Value) -> LoadBalancer {
             lb.ip_version = non_empty(&attrs["AddressIPVersion"]);
             lb.network_type = non_empty(&attrs["NetworkType"]);
             lb.address = non_empty(&attrs["Address"]);
+            lb.charge_type = attrs["InstanceChargeType"]
+                .as_str()
+                .and_then(ChargeType::parse);
         }
     }
     lb
@@ -499,6 +507,20 @@ mod tests {
             .iter()
             .map(|(k, v)| (k.to_string(), v.to_string()))
             .collect()
+    }
+
+    /// InstanceChargeType as the SLB API answers it; anything else (or nothing, as the
+    /// international site may answer) is not known.
+    #[rstest::rstest]
+    #[case::spec(serde_json::json!("PayBySpec"), Some(ChargeType::PayBySpec))]
+    #[case::lcu(serde_json::json!("PayByCLCU"), Some(ChargeType::PayByClcu))]
+    #[case::other_case(serde_json::json!("paybyspec"), None)]
+    #[case::empty(serde_json::json!(""), None)]
+    #[case::absent(Value::Null, None)]
+    fn clb_charge_type(#[case] v: Value, #[case] want: Option<ChargeType>) {
+        let attrs = serde_json::json!({"InstanceChargeType": v});
+        assert_eq!(new_lb("lb-1", LbKind::Clb, &attrs).charge_type, want);
+        assert_eq!(new_lb("nlb-1", LbKind::Nlb, &attrs).charge_type, None);
     }
 
     #[test]
