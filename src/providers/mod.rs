@@ -35,12 +35,14 @@ pub fn defaults(p: Provider, ctx: &Ctx) -> Vec<Proposed> {
 }
 
 /// What provider `p` documents inside its JSON annotations, field by field, and the ranges
-/// that depend on the Service's listeners (Huawei's keepalive_timeout): the problems of
+/// that depend on the Service's listeners (Huawei's keepalive_timeout) or on another
+/// annotation (Volcengine's health-check timeout, at most the interval): the problems of
 /// `value` (a value that passed the table's format) for annotation `name` (without the
 /// prefix) on `svc`. The API's limits a table format cannot say are the API rows' (`api`).
 pub fn json_fields(p: Provider, name: &str, value: &str, svc: Svc) -> Vec<String> {
     match p {
         Provider::Huawei => huawei::json_fields(name, value, svc),
+        Provider::Volcengine => volcengine::value_pairs(name, value, svc),
         _ => Vec::new(),
     }
 }
@@ -49,5 +51,9 @@ pub fn json_fields(p: Provider, name: &str, value: &str, svc: Svc) -> Vec<String
 /// (Huawei's JSON cannot be read in CEL, and its export is refused before this is asked).
 /// Volcengine's NLB side is the API table's `nlbWhen`, so the controller test is `false`.
 pub fn json_fields_cel(cat: &Catalog) -> Vec<crate::vocab::rule::CelCheck> {
-    api::cel::checks(cat, "false", "annotation-value-format")
+    let mut out = api::cel::checks(cat, "false", "annotation-value-format");
+    if cat.provider == Provider::Volcengine {
+        out.extend(volcengine::value_pairs_cel());
+    }
+    out
 }

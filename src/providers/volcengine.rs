@@ -8,6 +8,11 @@ mod create;
 
 pub use create::{dependent_annotations, dependent_annotations_cel};
 
+#[path = "volcengine_health.rs"]
+mod health;
+
+pub use health::{value_pairs, value_pairs_cel};
+
 use super::data;
 use crate::vocab::action::Action;
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};

@@ -3,7 +3,10 @@
 //! https://docs.byteplus.com/api/docs/clb/ModifyLoadBalancerAttributes (LoadBalancerName: 1-128
 //! characters, letters, digits, Chinese characters, '.', '_', '-', starting with a letter,
 //! digit or Chinese character); CLB-HEALTH = https://docs.byteplus.com/api/docs/clb/
-//! Editing-health-check (interval 1-300 s, timeout 1-60 s, thresholds 2-10); VCCM-ZH =
+//! Editing-health-check (interval 1-300 s, timeout 1-60 s, thresholds 2-10); EIP-ISP =
+//! https://www.volcengine.com/docs/6402/71034 (AllocateEipAddress ISP, the page the controller's
+//! table links for isp-type) and volcengine-python-sdk 5.0.54 volcenginesdkvpc/models/
+//! allocate_eip_address_request.py:273 (allowed_values); VCCM-ZH =
 //! volcengine/volcengine-cloud-controller-manager@903e85e:docs/zh/usage_zh.md (which values
 //! may be empty).
 
@@ -189,12 +192,11 @@ fn subnet_message_offers_reuse() {
     expect(&create(reused), &cfg(VOLC), "dependent-annotations", Pass);
 }
 
-/// Limits no source read states are not invented: an interval below the timeout (only the
-/// console's note says otherwise; CLB-HEALTH gives independent ranges), and `-acl-status: on`
-/// with `-acl-id` but no `-acl-type` (the Terraform provider's acl_type is optional, and no
-/// API page read says CreateListener needs it).
+/// Limits no source read states are not invented: `-acl-status: on` with `-acl-id` but no
+/// `-acl-type` (the Terraform provider's acl_type is optional and only read with AclStatus on,
+/// its Cloud Control provider says AclType "仅AclStatus参数为on时,本参数有效", and no API page
+/// read says CreateListener needs it).
 #[rstest]
-#[case::interval_below_timeout(&[("health-check-interval", "1"), ("health-check-connect-timeout", "60")], RULE, Pass)]
 #[case::acl_without_type(&[("acl-status", "on"), ("acl-id", "acl-1")], "dependent-annotations", Pass)]
 #[case::acl_without_id(&[("acl-status", "on"), ("acl-type", "white")], "dependent-annotations", Deny)]
 fn no_invented_limits(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case] want: Expect) {
@@ -202,4 +204,58 @@ fn no_invented_limits(#[case] anns: &[(&str, &str)], #[case] rule: &str, #[case]
         .iter()
         .fold(new_clb("name", "web"), |s, (k, v)| s.pa(Volcengine, k, v));
     expect(&create(s), &cfg(VOLC), rule, want);
+}
+
+/// EIP-ISP: the ten lines, exact case, on a new public CLB (the default address type is
+/// PUBLIC); a PRIVATE CLB gets no EIP and a reused load balancer no CreateLoadBalancer, so
+/// the value reaches no API there.
+#[rstest]
+#[case::bgp("BGP", None, None, Pass)]
+#[case::single_line_bgp("SingleLine_BGP", None, None, Pass)]
+#[case::static_bgp("Static_BGP", None, None, Pass)]
+#[case::fusion_bgp("Fusion_BGP", None, None, Pass)]
+#[case::china_mobile("ChinaMobile", None, None, Pass)]
+#[case::china_unicom("ChinaUnicom", None, None, Pass)]
+#[case::china_telecom("ChinaTelecom", None, None, Pass)]
+#[case::china_mobile_value("ChinaMobile_Value", None, None, Pass)]
+#[case::china_unicom_value("ChinaUnicom_Value", None, None, Pass)]
+#[case::china_telecom_value("ChinaTelecom_Value", None, None, Pass)]
+#[case::public_bgp("BGP", Some("PUBLIC"), None, Pass)]
+#[case::lower_case("bgp", None, None, Deny)]
+#[case::other_line("CMCC", None, None, Deny)]
+#[case::bgp_pro("BGP_PRO", None, None, Deny)]
+#[case::public_other("CMCC", Some("PUBLIC"), None, Deny)]
+#[case::private_other("CMCC", Some("PRIVATE"), None, Pass)]
+#[case::reused_clb_other("CMCC", None, Some("clb-1"), Pass)]
+#[case::reused_nlb_other("CMCC", None, Some("nlb-1"), Pass)]
+fn eip_isp(
+    #[case] isp: &str,
+    #[case] address: Option<&str>,
+    #[case] id: Option<&str>,
+    #[case] want: Expect,
+) {
+    let mut s = new_clb("isp-type", isp);
+    if let Some(a) = address {
+        s = s.pa(Volcengine, "address-type", a);
+    }
+    if let Some(id) = id {
+        s = s.pa(Volcengine, "id", id);
+    }
+    expect(&create(s), &cfg(VOLC), RULE, want);
+}
+
+/// The message names the parameter, the lines the API takes and the EIP page.
+#[test]
+fn eip_isp_message() {
+    let v = expect(&create(new_clb("isp-type", "bgp")), &cfg(VOLC), RULE, Deny);
+    let msg = v.denial_message().unwrap();
+    for part in [
+        "volcengine-loadbalancer-isp-type is \"bgp\"",
+        "EipBillingConfig.ISP of CreateLoadBalancer",
+        "one of BGP, SingleLine_BGP",
+        "docs/6402/71034",
+        "write e.g. \"BGP\"",
+    ] {
+        assert!(msg.contains(part), "{msg}");
+    }
 }
