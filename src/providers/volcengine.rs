@@ -348,14 +348,9 @@ fn server_group_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
             port(e)
         )
     };
-    let old = v.ratchet.as_ref().map(|r| {
-        format!(
-            "({r} && {})",
-            cel::on(&cel::has_annotation(&key), "oldObject")
-        )
-    });
     let kept = cel::ListKept::new(
-        old,
+        v.ratchet.as_deref(),
+        &key,
         &entries("oldObject"),
         format!(
             "{}.exists(o, {} && {} && {} == {} && {})",

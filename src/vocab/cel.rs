@@ -242,16 +242,18 @@ pub struct ListKept {
 }
 
 impl ListKept {
-    /// `old`: the ratchet applies and the live object has the annotation (`None`: no
-    /// ratchet, nothing is kept). `old_dup`: the live object lists `e`'s port twice too.
-    pub fn new(old: Option<String>, old_entries: &str, old_dup: String) -> Self {
-        let Some(old) = old else {
+    /// `ratchet`: the rule's update ratchet (`None`: no ratchet, nothing is kept); an entry
+    /// is kept only where it applies and the live object has annotation `key`. `old_dup`: the
+    /// live object lists `e`'s port twice too.
+    pub fn new(ratchet: Option<&str>, key: &str, old_entries: &str, old_dup: String) -> Self {
+        let Some(ratchet) = ratchet else {
             return Self {
                 entry: "false".into(),
                 ports: "false".into(),
                 dup: "false".into(),
             };
         };
+        let old = format!("({ratchet} && {})", on(&has_annotation(key), "oldObject"));
         let had = format!("{old_entries}.exists(o, o.trim() == e.trim())");
         Self {
             entry: format!("({old} && {had})"),

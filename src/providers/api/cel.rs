@@ -260,6 +260,41 @@ fn esc(s: &str) -> String {
         .replace('"', "\\\"")
 }
 
+/// Who refuses a `together` row's combination, for its messages.
+fn refuser(t: &Together) -> String {
+    esc(t.by.as_deref().unwrap_or("the cloud's API"))
+}
+
+/// A `together` row's check: the call is made (`made`), the row's condition holds and so does
+/// `broken` (a needed annotation unset, an excluded one set); `message` and `witness` are CEL.
+fn together(
+    cat: &Catalog,
+    made: &str,
+    t: &Together,
+    broken: &str,
+    message: String,
+    witness: String,
+) -> CelCheck {
+    CelCheck::new(
+        format!("{made} && {} && {broken}", holds(cat, &t.when)),
+        message,
+    )
+    .same_when(witness)
+}
+
+/// The message of a `together` row whose condition holds without `what` (one annotation's
+/// key, or `any`'s keys joined by "or"; escaped for a CEL string), as `check`'s.
+fn needs(cat: &Catalog, t: &Together, what: &str) -> String {
+    let a = catalog_annotation(cat, &t.when.annotation);
+    format!(
+        "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {what}: {} refuses it without {}'",
+        a.key,
+        a.value,
+        refuser(t),
+        esc(&t.params)
+    )
+}
+
 /// `if` and `x` hold together (`excludes`), as `check`'s message: a value only where the
 /// condition names values, and the same values as the update ratchet's witness.
 fn excludes(cat: &Catalog, made: &str, t: &Together, x: &Cond) -> CelCheck {
@@ -283,17 +318,54 @@ fn excludes(cat: &Catalog, made: &str, t: &Together, x: &Cond) -> CelCheck {
     .chain(values)
     .collect::<Vec<_>>()
     .join(" + '/' + ");
-    CelCheck::new(
-        format!("{made} && {} && {}", holds(cat, &t.when), holds(cat, x)),
+    together(
+        cat,
+        made,
+        t,
+        &holds(cat, x),
         format!(
             "'[dependent-annotations] ' + {} + ' cannot go with ' + {} + ': {} refuses them together ({})'",
             named(&t.when),
             named(x),
-            esc(t.by.as_deref().unwrap_or("the cloud's API")),
+            refuser(t),
             esc(&t.params)
         ),
+        witness,
     )
-    .same_when(witness)
+}
+
+/// The checks of one `together` row of a call made when `made` holds.
+fn together_checks(cat: &Catalog, made: &str, t: &Together) -> Vec<CelCheck> {
+    let mut out: Vec<CelCheck> = t
+        .excludes
+        .iter()
+        .map(|x| excludes(cat, made, t, x))
+        .collect();
+    let a = catalog_annotation(cat, &t.when.annotation);
+    if t.any && !t.need.is_empty() {
+        let none: Vec<String> = t.need.iter().map(|n| format!("!{}", set(cat, n))).collect();
+        let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
+        out.push(together(
+            cat,
+            made,
+            t,
+            &none.join(" && "),
+            needs(cat, t, &esc(&names.join(" or "))),
+            format!("{} + '=' + {} + '/any'", a.key, a.value),
+        ));
+    } else {
+        out.extend(t.need.iter().map(|n| {
+            together(
+                cat,
+                made,
+                t,
+                &format!("!{}", set(cat, n)),
+                needs(cat, t, &cat.key(n)),
+                format!("{} + '=' + {} + '/' + {}", a.key, a.value, cel::lit(n)),
+            )
+        }));
+    }
+    out
 }
 
 /// One limit check: (violation and zeroUnsent, the calls it is made in, message, witness).
@@ -397,60 +469,9 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
         if rule != "dependent-annotations" {
             continue;
         }
+        let made = made(cat, call, None, nlb);
         for t in &call.together {
-            let a = catalog_annotation(cat, &t.when.annotation);
-            for x in &t.excludes {
-                out.push(excludes(cat, &made(cat, call, None, nlb), t, x));
-            }
-            if t.need.is_empty() {
-                continue;
-            }
-            if t.any {
-                let none: Vec<String> =
-                    t.need.iter().map(|n| format!("!{}", set(cat, n))).collect();
-                let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
-                out.push(
-                    CelCheck::new(
-                        format!(
-                            "{} && {} && {}",
-                            made(cat, call, None, nlb),
-                            holds(cat, &t.when),
-                            none.join(" && ")
-                        ),
-                        format!(
-                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: {} refuses it without {}'",
-                            a.key,
-                            a.value,
-                            esc(&names.join(" or ")),
-                            esc(t.by.as_deref().unwrap_or("the cloud's API")),
-                            esc(&t.params)
-                        ),
-                    )
-                    .same_when(format!("{} + '=' + {} + '/any'", a.key, a.value)),
-                );
-                continue;
-            }
-            for n in &t.need {
-                out.push(
-                    CelCheck::new(
-                        format!(
-                            "{} && {} && !{}",
-                            made(cat, call, None, nlb),
-                            holds(cat, &t.when),
-                            set(cat, n)
-                        ),
-                        format!(
-                            "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs {}: {} refuses it without {}'",
-                            a.key,
-                            a.value,
-                            cat.key(n),
-                            esc(t.by.as_deref().unwrap_or("the cloud's API")),
-                            esc(&t.params)
-                        ),
-                    )
-                    .same_when(format!("{} + '=' + {} + '/' + {}", a.key, a.value, cel::lit(n))),
-                );
-            }
+            out.extend(together_checks(cat, &made, t));
         }
     }
     for ((bad, _), made_in, message, witness) in limits {

@@ -17,6 +17,17 @@ pub struct Words<'w> {
     pub given: &'w str,
 }
 
+impl Words<'_> {
+    /// How the controller sends the field and who refuses it `how` (" without it", or ""),
+    /// with the source: the part the missing-field and wrong-field messages share.
+    fn sent_as(&self, param: &Param, how: &str) -> String {
+        format!(
+            "the {} controller sends it as {} of {}{}, which {} refuses{how} ({})",
+            self.controller, param.name, self.calls, self.ports, self.refuser, self.source
+        )
+    }
+}
+
 /// A field of the JSON object an annotation holds (`None`: not an object, or the field is
 /// absent or JSON `null`).
 pub fn json_field(value: &str, field: &str) -> Option<Value> {
@@ -54,15 +65,10 @@ pub fn problems(param: &Param, key: &str, value: &str, w: &Words) -> Vec<String>
     for (at, o) in objects(param, value) {
         match o.get(field).filter(|v| !v.is_null()) {
             None if param.required => out.push(format!(
-                "{key}: {at}\"{field}\" is required{} ({}): the {} controller sends it as {} of {}{}, which {} refuses without it ({}); add it, e.g. \"{field}\": {}",
+                "{key}: {at}\"{field}\" is required{} ({}): {}; add it, e.g. \"{field}\": {}",
                 w.given,
                 limit(param),
-                w.controller,
-                param.name,
-                w.calls,
-                w.ports,
-                w.refuser,
-                w.source,
+                w.sent_as(param, " without it"),
                 example_json(param)
             )),
             None => {}
@@ -79,13 +85,8 @@ pub fn problems(param: &Param, key: &str, value: &str, w: &Words) -> Vec<String>
                     why = format!("{why}; allowed: {d}");
                 }
                 out.push(format!(
-                    "{key}: {at}\"{field}\" is {v}: {why}; the {} controller sends it as {} of {}{}, which {} refuses ({}); write e.g. \"{field}\": {}",
-                    w.controller,
-                    param.name,
-                    w.calls,
-                    w.ports,
-                    w.refuser,
-                    w.source,
+                    "{key}: {at}\"{field}\" is {v}: {why}; {}; write e.g. \"{field}\": {}",
+                    w.sent_as(param, ""),
                     example_json(param)
                 ));
             }

@@ -3,7 +3,8 @@
 
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel;
-use crate::vocab::checks::{protocol_entries, version_too_old};
+use crate::vocab::checks::{protocol_entries, require_version, version_too_old};
+use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::rule::{CelCheck, VapCtx};
 use crate::vocab::service::Svc;
 use crate::vocab::version::{KubeVersion, VersionOf};
@@ -34,19 +35,40 @@ pub(super) fn protocol_in_cel(cat: &Catalog, protocols: &[&str]) -> String {
     )
 }
 
-/// A cluster-version rule's CEL: `uses` when the cluster is older than `ok` allows.
+/// The cluster a version rule's feature needs, in the messages' words and as a test: the
+/// webhook (`require`) and the export (`cluster_gate_cel`) read the same one.
+pub(super) struct ClusterNeeds {
+    pub words: &'static str,
+    pub ok: fn(&KubeVersion) -> bool,
+}
+
+impl ClusterNeeds {
+    /// The webhook's gate: a finding on `field` when the cluster is too old for `feature`.
+    pub fn require(&self, ctx: &Ctx, out: &mut Findings, field: &str, feature: &str) {
+        require_version(
+            ctx,
+            out,
+            VersionOf::Cluster,
+            field,
+            feature,
+            self.words,
+            self.ok,
+        );
+    }
+}
+
+/// A cluster-version rule's CEL: `uses` when the cluster is older than `needs` allows.
 pub(super) fn cluster_gate_cel(
     v: &VapCtx,
     rule: &str,
-    ok: impl Fn(&KubeVersion) -> bool,
+    needs: &ClusterNeeds,
     uses: String,
     feature: String,
-    needs: &str,
 ) -> Result<Vec<CelCheck>, &'static str> {
-    if !version_too_old(v, VersionOf::Cluster, ok)? {
+    if !version_too_old(v, VersionOf::Cluster, needs.ok)? {
         return Ok(vec![]);
     }
-    let runs = v.versions.cluster_text();
+    let (needs, runs) = (needs.words, v.versions.cluster_text());
     Ok(vec![
         CelCheck::new(
             uses,

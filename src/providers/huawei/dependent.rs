@@ -191,38 +191,33 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         .same_when(pp.value.clone()),
     );
     let http = super::conditions::protocol_in_cel(cat, &["http", "https"]);
-    let skipping = super::listeners::skipping_cel(cat);
-    for name in TIMEOUTS_L7 {
-        let t = a(name);
-        out.push(
-            CelCheck::new(
-                format!("{} && !{http} && !{skipping}", set(name)),
-                format!(
-                    "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs an HTTP or HTTPS listener (an http or https entry in {}); add one, or remove it'",
-                    t.key,
-                    t.value,
-                    cat.key("protocol-port")
-                ),
-            )
-            .same_when(t.value.clone()),
-        );
-    }
     let tls = super::conditions::protocol_in_cel(cat, &["https", "tls"]);
-    for (name, _, _) in TLS_ONLY {
-        let c = a(name);
-        out.push(
-            CelCheck::new(
-                format!("{} && !{tls} && !{skipping}", set(name)),
-                format!(
-                    "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs an HTTPS or TLS listener (an https or tls entry in {}); add one, or remove it'",
-                    c.key,
-                    c.value,
-                    cat.key("protocol-port")
-                ),
-            )
-            .same_when(c.value.clone()),
-        );
-    }
+    let skipping = super::listeners::skipping_cel(cat);
+    // An annotation only listeners of some protocols take (`listener`: there is one), set
+    // without one: `kinds` and `entries` name them in the message.
+    let needs_listener = |name: &str, listener: &str, kinds: &str, entries: &str| {
+        let t = a(name);
+        CelCheck::new(
+            format!("{} && !{listener} && !{skipping}", set(name)),
+            format!(
+                "'[dependent-annotations] ' + {} + ': \"' + {} + '\" needs an {kinds} listener (an {entries} entry in {}); add one, or remove it'",
+                t.key,
+                t.value,
+                cat.key("protocol-port")
+            ),
+        )
+        .same_when(t.value)
+    };
+    out.extend(
+        TIMEOUTS_L7
+            .into_iter()
+            .map(|name| needs_listener(name, &http, "HTTP or HTTPS", "http or https")),
+    );
+    out.extend(
+        TLS_ONLY
+            .into_iter()
+            .map(|(name, _, _)| needs_listener(name, &tls, "HTTPS or TLS", "https or tls")),
+    );
     let (tci, class) = (a("transparent-client-ip"), a("class"));
     out.push(
         CelCheck::new(

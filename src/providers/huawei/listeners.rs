@@ -4,15 +4,13 @@
 
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
-use crate::vocab::checks::{
-    ccm_only, ccm_request_cel, duplicates, protocol_entries, require_version,
-};
+use crate::vocab::checks::{ccm_only, ccm_request_cel, duplicates, protocol_entries};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::rule::{CelCheck, VapCtx};
 use crate::vocab::service::Svc;
-use crate::vocab::version::{KubeVersion, VersionOf};
+use crate::vocab::version::KubeVersion;
 
-use super::conditions::{cluster_gate_cel, protocol_in_cel};
+use super::conditions::{ClusterNeeds, cluster_gate_cel, protocol_in_cel};
 
 pub(super) const SKIP: &str = "skip-managed-listener";
 
@@ -94,6 +92,12 @@ pub(super) const SKIP_MIN: &[KubeVersion] = &[
     KubeVersion::new(1, 36, 1, 10),
 ];
 
+/// `skip-listener-version`: the releases of `SKIP_MIN`.
+const SKIP_NEEDS: ClusterNeeds = ClusterNeeds {
+    words: "v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or newer",
+    ok: skip_listener_supported,
+};
+
 pub fn skip_listener_supported(v: &KubeVersion) -> bool {
     let (first, last) = (SKIP_MIN[0], SKIP_MIN[SKIP_MIN.len() - 1]);
     if (v.major, v.minor) > (last.major, last.minor) {
@@ -112,14 +116,11 @@ pub(super) fn skip_listener_version(ctx: &Ctx, cat: &'static Catalog, out: &mut 
     let Some(new) = ctx.new else { return };
     if skipping(cat, new) {
         let key = cat.key(SKIP);
-        require_version(
+        SKIP_NEEDS.require(
             ctx,
             out,
-            VersionOf::Cluster,
             &annotation_field(&key),
             &format!("{key}: \"true\""),
-            "v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or newer",
-            skip_listener_supported,
         );
     }
 }
@@ -324,10 +325,9 @@ pub(super) fn skip_listener_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'s
     cluster_gate_cel(
         v,
         "skip-listener-version",
-        skip_listener_supported,
+        &SKIP_NEEDS,
         skipping_cel(cat),
         cel::lit(&format!("{}: \"true\"", cat.key(SKIP))),
-        "v1.29.15-r90, v1.30.14-r90, v1.31.14-r50, v1.32.13-r20, v1.33.12-r0, v1.34.8-r0, v1.35.5-r0, v1.36.1-r10 or newer",
     )
 }
 
@@ -413,14 +413,9 @@ pub(super) fn protocol_port_format_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'st
         spec_protocols("object", "e")
     );
     let twice = format!("({} && {})", port_ok("e"), dup("object", "e"));
-    let old = v.ratchet.as_ref().map(|r| {
-        format!(
-            "({r} && {})",
-            cel::on(&cel::has_annotation(&key), "oldObject")
-        )
-    });
     let kept = cel::ListKept::new(
-        old,
+        v.ratchet.as_deref(),
+        &key,
         &entries("oldObject"),
         format!(
             "{}.exists(o, {} && {} == {} && {})",

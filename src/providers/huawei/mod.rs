@@ -18,16 +18,15 @@ mod timeouts_tests;
 
 use crate::vocab::catalog::{Catalog, annotation_field, catalog_annotation};
 use crate::vocab::cel;
-use crate::vocab::checks::require_version;
 use crate::vocab::config::Flavor;
 use crate::vocab::ctx::{Ctx, Findings, Proposed};
 use crate::vocab::provider::Provider;
 use crate::vocab::rule::{CelCheck, Rule, Vap, VapCtx, rule};
-use crate::vocab::version::{KubeVersion, VersionOf};
+use crate::vocab::version::KubeVersion;
 
 use autocreate::huawei_autocreate_valid;
 pub use catalog::{CATALOG, listener_protocols};
-use conditions::{cluster_gate_cel, layer7, protocol_in_cel};
+use conditions::{ClusterNeeds, cluster_gate_cel, layer7, protocol_in_cel};
 pub use dependent::{dependent_annotations, dependent_annotations_cel};
 pub use listeners::skip_listener_supported;
 use listeners::{
@@ -187,18 +186,33 @@ pub static RULES: &[Rule] = &[
     ),
 ];
 
+/// HTTP/HTTPS listeners (`http-version`).
+const HTTP_NEEDS: ClusterNeeds = ClusterNeeds {
+    words: "a v1.19.16 or newer cluster",
+    ok: |v| *v >= KubeVersion::new(1, 19, 16, 0),
+};
+
+/// A dedicated ELB (`dedicated-elb-version`).
+const DEDICATED_NEEDS: ClusterNeeds = ClusterNeeds {
+    words: "a v1.17 or newer cluster",
+    ok: |v| (v.major, v.minor) >= (1, 17),
+};
+
+/// `elb.pass-through` (`pass-through-version`).
+const PASS_THROUGH_NEEDS: ClusterNeeds = ClusterNeeds {
+    words: "a cluster newer than v1.15 (v1.16+)",
+    ok: |v| (v.major, v.minor) > (1, 15),
+};
+
 fn http_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
     if layer7(cat, new) {
         let key = cat.key("protocol-port");
-        require_version(
+        HTTP_NEEDS.require(
             ctx,
             out,
-            VersionOf::Cluster,
             &annotation_field(&key),
             &format!("HTTP/HTTPS in {key}"),
-            "a v1.19.16 or newer cluster",
-            |v| *v >= KubeVersion::new(1, 19, 16, 0),
         );
     }
 }
@@ -208,14 +222,11 @@ fn dedicated_elb_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     if let Some(a) = cat.get(new, "class")
         && a.value == "performance"
     {
-        require_version(
+        DEDICATED_NEEDS.require(
             ctx,
             out,
-            VersionOf::Cluster,
             &annotation_field(a.key),
             &format!("a dedicated ELB ({}: \"performance\")", a.key),
-            "a v1.17 or newer cluster",
-            |v| (v.major, v.minor) >= (1, 17),
         );
     }
 }
@@ -223,15 +234,7 @@ fn dedicated_elb_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
 fn pass_through_version(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
     let Some(new) = ctx.new else { return };
     if let Some(a) = cat.get(new, "pass-through") {
-        require_version(
-            ctx,
-            out,
-            VersionOf::Cluster,
-            &annotation_field(a.key),
-            a.key,
-            "a cluster newer than v1.15 (v1.16+)",
-            |v| (v.major, v.minor) > (1, 15),
-        );
+        PASS_THROUGH_NEEDS.require(ctx, out, &annotation_field(a.key), a.key);
     }
 }
 
@@ -263,10 +266,9 @@ fn http_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     cluster_gate_cel(
         v,
         "http-version",
-        |k| *k >= KubeVersion::new(1, 19, 16, 0),
+        &HTTP_NEEDS,
         protocol_in_cel(cat, &["http", "https"]),
         cel::lit(&format!("HTTP/HTTPS in {}", cat.key("protocol-port"))),
-        "a v1.19.16 or newer cluster",
     )
 }
 
@@ -276,10 +278,9 @@ fn dedicated_elb_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> 
     cluster_gate_cel(
         v,
         "dedicated-elb-version",
-        |k| (k.major, k.minor) >= (1, 17),
+        &DEDICATED_NEEDS,
         format!("{} && {} == 'performance'", a.present, a.value),
         format!("'a dedicated ELB (' + {} + ': \"performance\")'", a.key),
-        "a v1.17 or newer cluster",
     )
 }
 
@@ -289,10 +290,9 @@ fn pass_through_version_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
     cluster_gate_cel(
         v,
         "pass-through-version",
-        |k| (k.major, k.minor) > (1, 15),
+        &PASS_THROUGH_NEEDS,
         a.present.clone(),
         a.key,
-        "a cluster newer than v1.15 (v1.16+)",
     )
 }
 

@@ -215,7 +215,12 @@ fn review_response(response: AdmissionResponse) -> Response {
     // Sized for the answer up front: growing the buffer while writing a denial's message
     // and warnings reallocated it four times (some 10,000 instructions, BENCHMARKS.md #41).
     let text: usize = response.result.message.len()
-        + response.warnings.iter().flatten().map(String::len).sum::<usize>()
+        + response
+            .warnings
+            .iter()
+            .flatten()
+            .map(String::len)
+            .sum::<usize>()
         + response
             .audit_annotations
             .iter()
