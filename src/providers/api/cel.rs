@@ -34,6 +34,21 @@ fn str_list(items: &[String]) -> String {
 
 fn holds(cat: &Catalog, c: &Cond) -> String {
     let a = catalog_annotation(cat, &c.annotation);
+    if !c.entry.is_empty() {
+        // check's `protocol_entries`: split on ',', the protocol before the first ':', the
+        // port after it a whole number (at most 10 digits, an i32 when 1-65535).
+        let proto = "e.trim().substring(0, e.trim().indexOf(':')).trim()";
+        let port_s = "e.trim().substring(e.trim().indexOf(':') + 1).trim()";
+        let port = c.port.map_or(String::new(), |n| {
+            format!(" && {port_s}.matches('^[+-]?[0-9]{{1,10}}$') && int({port_s}) == {n}")
+        });
+        return format!(
+            "({} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && {proto} in {}{port}))",
+            set(cat, &c.annotation),
+            a.value,
+            str_list(&c.entry)
+        );
+    }
     if let Some(on) = c.exists {
         return format!("{}{}", if on { "" } else { "!" }, a.present);
     }
@@ -300,7 +315,9 @@ fn needs(cat: &Catalog, t: &Together, what: &str) -> String {
 fn excludes(cat: &Catalog, made: &str, t: &Together, x: &Cond) -> CelCheck {
     let named = |c: &Cond| {
         let a = catalog_annotation(cat, &c.annotation);
-        if c.one_of.is_empty() {
+        if !c.entry.is_empty() {
+            format!("{} + ' with {}'", a.key, esc(&c.entry_words()))
+        } else if c.one_of.is_empty() {
             a.key
         } else {
             format!("{} + ': \"' + {} + '\"'", a.key, a.value)

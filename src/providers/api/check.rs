@@ -78,6 +78,12 @@ fn ack_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
 }
 
 fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
+    if !c.entry.is_empty() {
+        let raw = cat.get(svc, &c.annotation).map_or("", |a| a.value);
+        return protocol_entries(raw).0.iter().any(|(p, port, _)| {
+            c.entry.iter().any(|e| e == p) && c.port.is_none_or(|n| *port == Some(n))
+        });
+    }
     if let Some(on) = c.exists {
         return cat.get(svc, &c.annotation).is_some() == on;
     }
@@ -291,7 +297,9 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             // One finding per excluded condition that holds, on `if`'s annotation.
             for x in t.excludes.iter().filter(|x| holds(table, cat, svc, x)) {
                 let other = cat.key(&x.annotation);
-                let fix = if x.one_of.is_empty() {
+                let fix = if let Some(f) = &t.fix {
+                    f.clone()
+                } else if x.one_of.is_empty() {
                     format!("remove {} or {other}", a.key)
                 } else {
                     format!(
@@ -357,6 +365,9 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
 /// values (`in`). Other values stay out, so the update ratchet (same rule, same message) keeps
 /// the finding while they change.
 fn named(cat: &Catalog, svc: Svc, c: &Cond) -> String {
+    if !c.entry.is_empty() {
+        return format!("{} with {}", cat.key(&c.annotation), c.entry_words());
+    }
     match cat.get(svc, &c.annotation) {
         Some(a) if !c.one_of.is_empty() => format!("{}: \"{}\"", a.key, a.value),
         Some(a) => a.key.to_string(),

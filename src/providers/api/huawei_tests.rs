@@ -5,7 +5,9 @@
 //! tests (autocreate_tests, timeouts_tests, options_tests, dependent_tests).
 //! `whenAny` and `exists` (a shared ELB's UDP keepalive_timeout) are held by timeouts_tests;
 //! `excludes` (health-check-option with -options, session-affinity-mode with lb-algorithm
-//! SOURCE_IP) is held here, the cases that were huawei/dependent_tests' before the rows.
+//! SOURCE_IP, transparent-client-ip "false" with a dedicated ELB or an http/https entry, an
+//! http/https entry on port 21 with a shared ELB), `entry` conditions and `fix` are held here,
+//! the cases that were huawei/dependent_tests' before the rows.
 
 use rstest::rstest;
 
@@ -115,8 +117,9 @@ fn any_is_one_finding_when_none_is_set() {
 fn the_dependent_rows_are_exported() {
     let cat = &crate::providers::huawei::CATALOG;
     let checks = super::cel::checks(cat, "false", "dependent-annotations");
-    // health-check-flag (any: one check), the two exclusions, acl-id's two needs.
-    assert_eq!(checks.len(), 5);
+    // health-check-flag (any: one check), the two exclusions, acl-id's two needs,
+    // transparent-client-ip's two exclusions and port 21's two (a call each).
+    assert_eq!(checks.len(), 9);
 }
 
 const OPTION: &str = r#"{"protocol":"TCP","delay":"5","timeout":"10","max_retries":"3"}"#;
@@ -152,11 +155,66 @@ fn excludes_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
     expect(&create(with(pairs)), &cfg(V), "dependent-annotations", want);
 }
 
+#[rstest]
+// ELB API transparent_client_ip_enable (创建监听器.md:383-395): only true on a dedicated ELB and on
+// HTTP/HTTPS listeners; a shared ELB's TCP/UDP listeners take both (OTC-0385 :608-611).
+#[case::tci_dedicated_false(&[("class", "performance"), ("transparent-client-ip", "false")], Deny)]
+#[case::tci_dedicated_true(&[("class", "performance"), ("transparent-client-ip", "true")], Pass)]
+#[case::tci_dedicated_http_false(&[("class", "performance"), ("transparent-client-ip", "false"), ("protocol-port", "http:80")], Deny)]
+#[case::tci_shared_tcp_false(&[("class", "union"), ("transparent-client-ip", "false")], Pass)]
+#[case::tci_shared_tcp_true(&[("class", "union"), ("transparent-client-ip", "true")], Pass)]
+#[case::tci_shared_http_false(&[("class", "union"), ("transparent-client-ip", "false"), ("protocol-port", "http:80")], Deny)]
+#[case::tci_shared_http_true(&[("class", "union"), ("transparent-client-ip", "true"), ("protocol-port", "http:80")], Pass)]
+#[case::tci_unknown_class_https_false(&[("transparent-client-ip", "false"), ("protocol-port", "https:80"), ("cert-id", "c-1")], Deny)]
+#[case::tci_unknown_class_tcp_false(&[("transparent-client-ip", "false")], Pass)]
+#[case::tci_udp_entry_false(&[("class", "union"), ("transparent-client-ip", "false"), ("protocol-port", "udp:80")], Pass)]
+// Any http entry counts, a Service port or not (as the code did before the row).
+#[case::tci_http_entry_other_port(&[("transparent-client-ip", "false"), ("protocol-port", "tcp:80,http:8080")], Deny)]
+// Exact case: "HTTP" is not an http entry, "False" not "false".
+#[case::tci_upper_entry(&[("transparent-client-ip", "false"), ("protocol-port", "HTTP:80")], Pass)]
+#[case::tci_upper_false(&[("class", "performance"), ("transparent-client-ip", "False")], Pass)]
+#[case::tci_empty(&[("class", "performance"), ("transparent-client-ip", "")], Pass)]
+#[case::tci_dedicated_skip_managed(&[("class", "performance"), ("transparent-client-ip", "false"), ("skip-managed-listener", "true")], Pass)]
+// SDK create_listener_option.py protocol_port: a shared ELB takes no HTTP/HTTPS listener on 21.
+#[case::shared_http_21(&[("class", "union"), ("protocol-port", "http:21")], Deny)]
+#[case::shared_https_21(&[("class", "union"), ("protocol-port", "https:21"), ("cert-id", "c-1")], Deny)]
+#[case::shared_http_021(&[("class", "union"), ("protocol-port", "tcp:80, http : 021")], Deny)]
+#[case::shared_http_22(&[("class", "union"), ("protocol-port", "http:22")], Pass)]
+#[case::shared_tcp_21(&[("class", "union"), ("protocol-port", "tcp:21")], Pass)]
+#[case::dedicated_http_21(&[("class", "performance"), ("protocol-port", "http:21")], Pass)]
+#[case::unknown_class_http_21(&[("protocol-port", "http:21")], Pass)]
+#[case::empty_class_http_21(&[("class", ""), ("protocol-port", "http:21")], Pass)]
+#[case::shared_http_21_skip_managed(&[("class", "union"), ("protocol-port", "http:21"), ("skip-managed-listener", "true")], Pass)]
+fn listener_exclusion_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
+    expect(&create(with(pairs)), &cfg(V), "dependent-annotations", want);
+}
+
+/// No elb.class and an ELB CCE creates: a shared one (union is the default), so port 21 over
+/// http is refused; an empty elb.class is a class, and not union.
+#[rstest]
+#[case::autocreate(None, Deny)]
+#[case::autocreate_empty_class(Some(""), Pass)]
+#[case::autocreate_union(Some("union"), Deny)]
+#[case::autocreate_performance(Some("performance"), Pass)]
+fn port_21_on_the_elb_cce_creates(#[case] class: Option<&str>, #[case] want: Expect) {
+    let mut s =
+        lb().pa(Huawei, "autocreate", r#"{"type":"inner"}"#)
+            .pa(Huawei, "protocol-port", "http:21");
+    if let Some(c) = class {
+        s = s.pa(Huawei, "class", c);
+    }
+    expect(&create(s), &cfg(V), "dependent-annotations", want);
+}
+
 /// An exclusion is one finding on the `if` annotation, naming the other one, with the row's
 /// source, as the Rust checks it replaced did.
 #[rstest]
 #[case::health(&[("health-check-option", OPTION), ("health-check-options", OPTIONS)], "kubernetes.io/elb.health-check-options", "cannot go with kubernetes.io/elb.health-check-option:", "cce_10_0684")]
 #[case::affinity(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "SOURCE_IP")], "kubernetes.io/elb.session-affinity-mode", "cannot go with kubernetes.io/elb.lb-algorithm: \"SOURCE_IP\":", "sticky session cannot be enabled")]
+#[case::tci_dedicated(&[("class", "performance"), ("transparent-client-ip", "false")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.class: \"performance\":", "独享型负载均衡器所有协议的监听器只支持设置为true")]
+#[case::tci_dedicated_http(&[("class", "performance"), ("transparent-client-ip", "false"), ("protocol-port", "http:80")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.class: \"performance\":", "transparent_client_ip_enable")]
+#[case::tci_http(&[("transparent-client-ip", "false"), ("protocol-port", "http:80")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.protocol-port with an http or https entry:", "共享型LB的HTTP/HTTPS监听器只支持设置为true")]
+#[case::port_21(&[("class", "union"), ("protocol-port", "tcp:80,https:21"), ("cert-id", "c-1")], "kubernetes.io/elb.protocol-port", "kubernetes.io/elb.protocol-port with an http or https entry on port 21 cannot go with kubernetes.io/elb.class: \"union\":", "不支持设置21端口")]
 fn an_exclusion_names_its_field_and_source(
     #[case] pairs: &[(&str, &str)],
     #[case] key: &str,

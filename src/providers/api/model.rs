@@ -114,6 +114,21 @@ pub struct Cond {
     /// `true`: the annotation is on the Service, even empty; `false`: it is not (unlike
     /// `present: false`, an empty value counts as there).
     pub exists: Option<bool>,
+    /// The annotation is a `proto:port` list (CCE's `elb.protocol-port`) and one of its
+    /// entries names one of these protocols (exact case, as written, trimmed), whether or not
+    /// a Service port has it.
+    #[serde(default)]
+    pub entry: Vec<String>,
+    /// With `entry`: that entry's port is this number (as `protocol_entries` reads it).
+    pub port: Option<i32>,
+}
+
+impl Cond {
+    /// An `entry` condition in words: "an http or https entry on port 21".
+    pub fn entry_words(&self) -> String {
+        let on = self.port.map_or(String::new(), |p| format!(" on port {p}"));
+        format!("an {} entry{on}", self.entry.join(" or "))
+    }
 }
 
 /// One parameter, the annotation it comes from and the API's limits on it.
@@ -235,6 +250,9 @@ pub struct Together {
     pub any: bool,
     /// Who refuses the call without them, in messages (absent: the cloud's API).
     pub by: Option<String>,
+    /// With `excludes`: what to do, in messages (absent: remove one of them, or give the
+    /// other another value).
+    pub fix: Option<String>,
     /// The parameters they become, for the message.
     pub params: String,
     pub source: Option<String>,

@@ -24,23 +24,3 @@ pub fn listener_protocols(svc: Svc) -> Vec<(i32, String)> {
         .map(|l| (l.port, l.protocol))
         .collect()
 }
-
-/// Whether the Service's ELB is a shared one: `elb.class: union`, or no class on an ELB CCE
-/// creates (`elb.autocreate`), which is then shared ("The default value is union", otc-0385:51).
-/// An existing ELB given by `elb.id` without a class is of a kind not known here.
-pub fn shared_elb(svc: Svc) -> bool {
-    match CATALOG.get(svc, "class") {
-        Some(c) => c.value == "union",
-        None => CATALOG.get(svc, "autocreate").is_some(),
-    }
-}
-
-/// CEL of [`shared_elb`] on `$s`.
-pub(super) fn shared_elb_cel(cat: &Catalog) -> String {
-    let class = crate::vocab::catalog::catalog_annotation(cat, "class");
-    let auto = crate::vocab::catalog::catalog_annotation(cat, "autocreate");
-    format!(
-        "(({} && {} == 'union') || (!{} && {}))",
-        class.present, class.value, class.present, auto.present
-    )
-}

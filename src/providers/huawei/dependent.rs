@@ -45,7 +45,10 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
     // What the API rows of providers/data/huawei-api.yaml say goes together, or must not:
     // health-check-flag "on" needs health-check-option or -options (OTC-0385 Table 3) but not
     // both (HW-0684), no session-affinity-mode with lb-algorithm SOURCE_IP (OTC-0385 Tables
-    // 1-2), a non-empty acl-id needs acl-status and acl-type (OTC-0385 Table 11).
+    // 1-2), a non-empty acl-id needs acl-status and acl-type (OTC-0385 Table 11),
+    // transparent-client-ip "false" only on a shared ELB's TCP/UDP listeners (the ELB API's
+    // transparent_client_ip_enable, OTC-0385 :608-611, OTC-0916), no http or https entry on
+    // port 21 of a shared ELB (the ELB API's protocol_port).
     crate::providers::api::check(ctx, cat, "dependent-annotations", out);
     // A TLS listener needs a server certificate, as an HTTPS one does (https-needs-cert):
     // "If Frontend Protocol is set to HTTPS or TLS, you must select a server certificate", and
@@ -65,22 +68,6 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
         out.push(
             annotation_field(pp.key),
             format!("{}: \"{}\" has a tls entry but {} is not set: the ELB creates no TLS listener without a server certificate; add the ELB certificate id as {}, or use tcp", pp.key, pp.value, cat.key("cert-id"), cat.key("cert-id")),
-        );
-    }
-    // "共享型LB上的HTTP和TERMINATED_HTTPS监听器不支持设置21端口" (huaweicloudsdkelb 3.1.219
-    // v3/model/create_listener_option.py protocol_port); a shared ELB's https listener is a
-    // TERMINATED_HTTPS one (create_listener_option.py protocol).
-    if let Some(pp) = cat.get(new, "protocol-port")
-        && super::catalog::shared_elb(new)
-        && !super::listeners::skipping(cat, new)
-        && let Some((p, _, e)) = protocol_entries(pp.value)
-            .0
-            .into_iter()
-            .find(|(p, port, _)| matches!(*p, "http" | "https") && *port == Some(21))
-    {
-        out.push(
-            annotation_field(pp.key),
-            format!("{}: entry \"{e}\" asks for an {p} listener on port 21, which a shared ELB (elb.class: union, the default) does not take on HTTP or HTTPS listeners; use another Service port, tcp:21, or a dedicated ELB (elb.class: performance)", pp.key),
         );
     }
     // Request and response timeouts exist on HTTP/HTTPS listeners only: "Request timeout |
@@ -112,36 +99,6 @@ pub fn dependent_annotations(ctx: &Ctx, cat: &'static Catalog, out: &mut Finding
             }
         }
     }
-    // The ELB API's transparent_client_ip_enable: "共享型LB的HTTP/HTTPS监听器只支持设置为true" and
-    // "独享型负载均衡器所有协议的监听器只支持设置为true" (huaweicloudDocs/elb@1d83a96:cn.zh-cn/
-    // API参考/创建监听器.md:383-395; huaweicloudsdkelb 3.1.219 v3/model/create_listener_option.py);
-    // CCE: "available only when a shared load balancer is used to create a LoadBalancer Service
-    // that is TCP/UDP-compliant" (OTC-0385 :608-611), "If a dedicated load balancer is used, the
-    // function of obtaining the client IP address is enabled by default" (OTC-0916 :12, :67).
-    // So "false" is refused on a dedicated ELB and on any HTTP/HTTPS listener; "true" is taken.
-    if let Some(t) = set(cat, new, "transparent-client-ip")
-        && t.value == "false"
-        && !super::listeners::skipping(cat, new)
-    {
-        let dedicated = cat
-            .get(new, "class")
-            .is_some_and(|c| c.value == "performance");
-        let listeners = if dedicated {
-            Some("a dedicated ELB (elb.class: performance) takes only true on every listener")
-        } else if super::conditions::layer7(cat, new) {
-            Some(
-                "HTTP and HTTPS listeners (an http or https entry in elb.protocol-port) take only true",
-            )
-        } else {
-            None
-        };
-        if let Some(which) = listeners {
-            out.push(
-                annotation_field(t.key),
-                format!("{}: \"false\" cannot be applied: {which} (the ELB API's transparent_client_ip_enable), and the client IP is always passed there (CCE: the annotation is only for a shared ELB's TCP/UDP Services); remove {}", t.key, t.key),
-            );
-        }
-    }
 }
 
 pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static str> {
@@ -151,7 +108,8 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         let x = a(n);
         format!("({} && {} != '')", x.present, x.value)
     };
-    // The API rows' (huawei-api.yaml: health-check-flag, the two exclusions, acl-id).
+    // The API rows' (huawei-api.yaml: health-check-flag, the exclusions, acl-id,
+    // transparent-client-ip, port 21).
     let mut out = crate::providers::api::cel::checks(cat, "false", "dependent-annotations");
     let (pp, cert) = (a("protocol-port"), a("cert-id"));
     out.push(
@@ -169,23 +127,6 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
                 pp.value,
                 cat.key("cert-id"),
                 cat.key("cert-id")
-            ),
-        )
-        .same_when(pp.value.clone()),
-    );
-    let port_s = "e.trim().substring(e.trim().indexOf(':') + 1).trim()";
-    out.push(
-        CelCheck::new(
-            format!(
-                "{} && {} && !{} && {}.split(',').exists(e, e.trim().indexOf(':') >= 0 && e.trim().substring(0, e.trim().indexOf(':')).trim() in ['http', 'https'] && {port_s}.matches('^[+-]?[0-9]{{1,10}}$') && int({port_s}) == 21)",
-                pp.present,
-                super::catalog::shared_elb_cel(cat),
-                super::listeners::skipping_cel(cat),
-                pp.value,
-            ),
-            format!(
-                "'[dependent-annotations] ' + {} + ': an http or https entry on port 21 is not taken by a shared ELB (elb.class: union, the default); use another port, tcp:21, or a dedicated ELB'",
-                pp.key
             ),
         )
         .same_when(pp.value.clone()),
@@ -217,20 +158,6 @@ pub fn dependent_annotations_cel(v: &VapCtx) -> Result<Vec<CelCheck>, &'static s
         TLS_ONLY
             .into_iter()
             .map(|(name, _, _)| needs_listener(name, &tls, "HTTPS or TLS", "https or tls")),
-    );
-    let (tci, class) = (a("transparent-client-ip"), a("class"));
-    out.push(
-        CelCheck::new(
-            format!(
-                "{} && {} == 'false' && !{skipping} && (({} && {} == 'performance') || {http})",
-                tci.present, tci.value, class.present, class.value
-            ),
-            format!(
-                "'[dependent-annotations] ' + {} + ': \"false\" cannot be applied: a dedicated ELB and HTTP/HTTPS listeners take only true (the ELB API\\'s transparent_client_ip_enable); remove it'",
-                tci.key
-            ),
-        )
-        .same_when("'w4'"),
     );
     Ok(out)
 }

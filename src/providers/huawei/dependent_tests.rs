@@ -1,5 +1,7 @@
 //! The exclusions (health-check-option with -options, session-affinity-mode with lb-algorithm
-//! SOURCE_IP) are huawei-api.yaml rows, held by providers/api/huawei_tests.rs.
+//! SOURCE_IP, transparent-client-ip "false" on a dedicated ELB or an HTTP/HTTPS listener, an
+//! http or https entry on port 21 of a shared ELB) are huawei-api.yaml rows, held by
+//! providers/api/huawei_tests.rs.
 //! Sources: OTC-0385 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/
 //! networking/services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
 //! OTC-0729 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/networking/services/
@@ -58,13 +60,6 @@ fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
 #[case::tls_blank_cert(&[("protocol-port", "tls:80"), ("cert-id", " ")], Deny)]
 #[case::tls_with_cert(&[("protocol-port", "tls:80"), ("cert-id", "c-1")], Pass)]
 #[case::tcp_without_cert(&[("protocol-port", "tcp:80")], Pass)]
-// SDK create_listener_option.py protocol_port: a shared ELB takes no HTTP/HTTPS listener on 21.
-#[case::shared_http_21(&[("class", "union"), ("protocol-port", "http:21")], Deny)]
-#[case::shared_https_21(&[("class", "union"), ("protocol-port", "https:21"), ("cert-id", "c-1")], Deny)]
-#[case::shared_http_22(&[("class", "union"), ("protocol-port", "http:22")], Pass)]
-#[case::shared_tcp_21(&[("class", "union"), ("protocol-port", "tcp:21")], Pass)]
-#[case::dedicated_http_21(&[("class", "performance"), ("protocol-port", "http:21")], Pass)]
-#[case::unknown_class_http_21(&[("protocol-port", "http:21")], Pass)]
 #[case::tls_skip_managed(&[("protocol-port", "tls:80"), ("skip-managed-listener", "true")], Pass)]
 // ELB API client_ca_tls_container_ref "仅TLS和HTTPS协议监听器支持该字段" (create_listener_option.py;
 // OTC-0683 :161): the CA certificate needs an HTTPS or TLS listener.
@@ -81,17 +76,6 @@ fn svc(pairs: &[(&str, &str)]) -> SvcBuilder {
 #[case::sni_https(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "https:80")], Pass)]
 #[case::sni_tls(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "tls:80")], Pass)]
 #[case::sni_https_upper_is_not_https(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "HTTPS:80")], Deny)]
-// ELB API transparent_client_ip_enable (创建监听器.md:383-395): only true on a dedicated ELB and on
-// HTTP/HTTPS listeners; a shared ELB's TCP/UDP listeners take both (OTC-0385 :608-611).
-#[case::tci_dedicated_false(&[("class", "performance"), ("transparent-client-ip", "false")], Deny)]
-#[case::tci_dedicated_true(&[("class", "performance"), ("transparent-client-ip", "true")], Pass)]
-#[case::tci_shared_tcp_false(&[("class", "union"), ("transparent-client-ip", "false")], Pass)]
-#[case::tci_shared_tcp_true(&[("class", "union"), ("transparent-client-ip", "true")], Pass)]
-#[case::tci_shared_http_false(&[("class", "union"), ("transparent-client-ip", "false"), ("protocol-port", "http:80")], Deny)]
-#[case::tci_shared_http_true(&[("class", "union"), ("transparent-client-ip", "true"), ("protocol-port", "http:80")], Pass)]
-#[case::tci_unknown_class_https_false(&[("transparent-client-ip", "false"), ("protocol-port", "https:80"), ("cert-id", "c-1")], Deny)]
-#[case::tci_unknown_class_tcp_false(&[("transparent-client-ip", "false")], Pass)]
-#[case::tci_dedicated_skip_managed(&[("class", "performance"), ("transparent-client-ip", "false"), ("skip-managed-listener", "true")], Pass)]
 fn huawei_dependent(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
     expect(&create(svc(pairs)), &cfg(V), RULE, want);
 }
