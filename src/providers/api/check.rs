@@ -164,6 +164,13 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
         _ => "cloud",
     };
     for call in &table.calls {
+        // Only the calls with rows this rule reports: their conditions are not evaluated
+        // for the other rule (each Service is checked by both).
+        if !call.params.iter().any(|p| reports(p, rule))
+            && !(rule == "dependent-annotations" && !call.together.is_empty())
+        {
+            continue;
+        }
         if call.controller.is_some_and(|c| c != side)
             || !call.when.iter().all(|c| holds(table, cat, svc, c))
         {
@@ -180,6 +187,9 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 .join("/")
         };
         for param in &call.params {
+            if !reports(param, rule) {
+                continue;
+            }
             let all = |conds: &[Cond]| conds.iter().all(|c| holds(table, cat, svc, c));
             if !all(&param.when)
                 || !(param.when_any.is_empty() || param.when_any.iter().any(|w| all(w)))
@@ -377,6 +387,13 @@ fn named(cat: &Catalog, svc: Svc, c: &Cond) -> String {
 
 /// Whether `rule` reports the row's value limits: its own `rule`, else the provider's value
 /// rule (`annotation-format` on ACK, `annotation-value-format` elsewhere).
+/// Whether `rule` reports anything of this row: its value (`owns`), or, for
+/// `dependent-annotations`, a required parameter left unset.
+fn reports(param: &Param, rule: &str) -> bool {
+    owns(param, rule)
+        || (rule == "dependent-annotations" && param.required && param.field.is_none())
+}
+
 fn owns(param: &Param, rule: &str) -> bool {
     match &param.rule {
         Some(r) => r == rule,
