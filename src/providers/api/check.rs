@@ -167,7 +167,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
         // Only the calls with rows this rule reports: their conditions are not evaluated
         // for the other rule (each Service is checked by both).
         if !call.params.iter().any(|p| reports(p, rule))
-            && !(rule == "dependent-annotations" && !call.together.is_empty())
+            && (rule != "dependent-annotations" || call.together.is_empty())
         {
             continue;
         }
