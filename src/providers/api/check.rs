@@ -166,9 +166,8 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
     for call in &table.calls {
         // Only the calls with rows this rule reports: their conditions are not evaluated
         // for the other rule (each Service is checked by both).
-        if !call.params.iter().any(|p| reports(p, rule))
-            && !(rule == "dependent-annotations" && !call.together.is_empty())
-        {
+        let together = rule == "dependent-annotations" && !call.together.is_empty();
+        if !together && !call.params.iter().any(|p| reports(p, rule)) {
             continue;
         }
         if call.controller.is_some_and(|c| c != side)
