@@ -106,13 +106,24 @@ impl Snapshot {
             if let Some(groups) = &lb.server_groups {
                 server_groups_valid(lb, groups).map_err(entry)?;
             }
-            if lb.charge_type.is_some()
-                && (lb.provider != Provider::Alibaba || lb.kind == Some(LbKind::Nlb))
+            // The CLB API's facts (InstanceChargeType, LoadBalancerSpec) on anything else.
+            let clb_only = [
+                (
+                    "chargeType",
+                    "an instance charge type",
+                    lb.charge_type.is_some(),
+                ),
+                ("spec", "an instance spec", lb.spec.is_some()),
+            ];
+            if (lb.provider != Provider::Alibaba || lb.kind == Some(LbKind::Nlb))
+                && let Some((key, what, _)) = clb_only.iter().find(|c| c.2)
             {
-                return Err(entry(
-                    "chargeType: only an Alibaba CLB (kind: clb) has an instance charge type here"
-                        .into(),
-                ));
+                return Err(entry(format!(
+                    "{key}: only an Alibaba CLB (kind: clb) has {what} here"
+                )));
+            }
+            if lb.spec.as_deref().is_some_and(str::is_empty) {
+                return Err(entry("spec is empty (leave it out when not known)".into()));
             }
             for (i, l) in lb.listeners.iter().enumerate() {
                 if l.port == 0 {
@@ -424,30 +435,43 @@ loadBalancers:
         }
     }
 
+    /// A CLB's chargeType and spec (the CLB API's InstanceChargeType and LoadBalancerSpec).
     #[rstest::rstest]
-    #[case::none("", Ok(None))]
-    #[case::spec("\n    chargeType: PayBySpec", Ok(Some(ChargeType::PayBySpec)))]
-    #[case::lcu("\n    chargeType: PayByCLCU", Ok(Some(ChargeType::PayByClcu)))]
+    #[case::none("", Ok((None, None)))]
+    #[case::spec("\n    chargeType: PayBySpec", Ok((Some(ChargeType::PayBySpec), None)))]
+    #[case::lcu("\n    chargeType: PayByCLCU", Ok((Some(ChargeType::PayByClcu), None)))]
     #[case::api_spelling_only("\n    chargeType: paybyspec", Err("loadBalancers[0]"))]
     #[case::on_an_nlb(
         "\n    chargeType: PayBySpec\n    kind: nlb",
         Err("chargeType: only an Alibaba CLB")
     )]
-    fn clb_charge_type_is_optional_and_checked(
+    #[case::live_spec(
+        "\n    chargeType: PayBySpec\n    spec: slb.s3.large",
+        Ok((Some(ChargeType::PayBySpec), Some("slb.s3.large")))
+    )]
+    #[case::spec_alone("\n    spec: slb.s2.small", Ok((None, Some("slb.s2.small"))))]
+    #[case::spec_kept_as_written("\n    spec: Slb.S9.Super", Ok((None, Some("Slb.S9.Super"))))]
+    #[case::spec_empty("\n    spec: \"\"", Err("spec is empty"))]
+    #[case::spec_on_an_nlb(
+        "\n    spec: slb.s2.small\n    kind: nlb",
+        Err("spec: only an Alibaba CLB (kind: clb) has an instance spec")
+    )]
+    fn clb_charge_type_and_spec_are_optional_and_checked(
         #[case] extra: &str,
-        #[case] want: Result<Option<ChargeType>, &str>,
+        #[case] want: Result<(Option<ChargeType>, Option<&str>), &str>,
     ) {
         let text = format!("loadBalancers:\n  - id: lb-1\n    provider: alibaba{extra}\n");
         match (Snapshot::parse(&text, "inv.yaml"), want) {
-            (Ok(s), Ok(c)) => {
+            (Ok(s), Ok((c, spec))) => {
                 let lb = s.get(Provider::Alibaba, "lb-1").unwrap();
-                assert_eq!(lb.charge_type, c);
+                assert_eq!((lb.charge_type, lb.spec.as_deref()), (c, spec));
                 // What `inventory` writes reads back the same, absent staying absent.
                 let back = serde_saphyr::to_string(&InventoryFile {
                     load_balancers: vec![lb.clone()],
                 })
                 .unwrap();
                 assert_eq!(back.contains("chargeType"), c.is_some(), "{back}");
+                assert_eq!(back.contains("spec:"), spec.is_some(), "{back}");
                 let again = Snapshot::parse(&back, "back.yaml").unwrap();
                 assert_eq!(again.get(Provider::Alibaba, "lb-1"), Some(lb));
             }

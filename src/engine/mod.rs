@@ -228,6 +228,12 @@ fn evaluate_once(
         }
         run_rule(rule, &ctx, &providers, &mut findings);
         for f in findings.take_from(before) {
+            if f.cleared {
+                if !verdict.cleared.contains(&f.rule) {
+                    verdict.cleared.push(f.rule);
+                }
+                continue;
+            }
             if f.unknown {
                 match unknown.iter_mut().find(|(u, _)| u.message == f.message) {
                     Some((_, rules)) => rules.push(f.rule),

@@ -87,6 +87,9 @@ pub struct Verdict {
     /// With `exempt`: the Service is served by another load balancer implementation, so it
     /// is not lbguard's at all (no report entry either).
     pub foreign: bool,
+    /// Rules whose findings the inventory's facts cleared (the controller sends nothing
+    /// there): an exported policy, which cannot read the inventory, still reports them.
+    pub cleared: Vec<&'static str>,
 }
 
 impl Verdict {

@@ -244,6 +244,9 @@ pub struct Finding {
     /// The other Service the finding names (namespace/name): an exception covers it only
     /// when it covers that Service too.
     pub peer: Option<String>,
+    /// Cleared by the inventory's facts: the controller sends nothing there, so it is no
+    /// violation (an exported policy, which cannot read them, still reports it).
+    pub cleared: bool,
 }
 
 /// What rules push into. Knows which rule is running so rules cannot mislabel findings.
@@ -320,6 +323,17 @@ impl Findings {
         }
     }
 
+    /// Clears the running rule's findings from `start` on at `field`: the inventory's facts
+    /// show the controller sends nothing there.
+    pub fn clear_from(&mut self, start: usize, field: &str) {
+        let rule = self.rule;
+        for f in self.items.iter_mut().skip(start) {
+            if f.rule == rule && f.field == field {
+                f.cleared = true;
+            }
+        }
+    }
+
     fn add(&mut self, field: String, message: String, advisory: bool) {
         self.items.push(Finding {
             rule: self.rule,
@@ -331,6 +345,7 @@ impl Findings {
             escalated: false,
             inventory: false,
             peer: None,
+            cleared: false,
         });
     }
 

@@ -190,6 +190,11 @@ pub struct LoadBalancer {
     /// another (clbv1/loadbalancer.go:451-491).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub charge_type: Option<ChargeType>,
+    /// ACK CLB: the live instance spec (`LoadBalancerSpec`, e.g. `slb.s2.small`; absent: not
+    /// known), which the CLB controller compares, exactly, with `spec` and sends only when
+    /// they differ (clbv1/loadbalancer.go:479-489).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub spec: Option<String>,
     /// ACK NLB: every server group in the NLB's VPC (absent: not known; `[]`: none), shared
     /// by the facts of the NLBs in that VPC read in one round.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -216,6 +221,7 @@ impl LoadBalancer {
             network_type: None,
             address: None,
             charge_type: None,
+            spec: None,
             server_groups: None,
         }
     }

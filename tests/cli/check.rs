@@ -456,3 +456,108 @@ fn check_holds_a_reused_clb_to_its_live_charge_type() {
         }
     }
 }
+
+/// `check --inventory` with a CLB's live spec (`spec`) beside its charge type: a Service
+/// restating the live spec, even one beyond the CLB API's list (an allow-listed larger spec),
+/// is allowed, as the controller sends a spec only when it differs, exactly, from the live
+/// one (clbv1/loadbalancer.go:455-488); a changed spec, another spelling of the charge type,
+/// or a CLB whose spec or charge type the file does not give keeps today's verdict (#39).
+#[test]
+fn check_lets_a_clb_restate_its_live_spec() {
+    let dir = tempfile::tempdir().unwrap();
+    let inventory = dir.path().join("inventory.yaml");
+    let entry = |id: &str, facts: &str| {
+        format!(
+            "  - {{id: {id}, provider: alibaba, kind: clb, addressType: internet, createdBy: user{facts}}}\n"
+        )
+    };
+    std::fs::write(
+        &inventory,
+        format!(
+            "loadBalancers:\n{}{}{}",
+            entry("lb-super", ", chargeType: PayBySpec, spec: slb.s3.xlarge"),
+            entry("lb-nospec", ", chargeType: PayBySpec"),
+            entry("lb-speconly", ", spec: slb.s3.xlarge"),
+        ),
+    )
+    .unwrap();
+    let live = ("spec", "slb.s3.xlarge");
+    // (file name, CLB id, annotations, allowed)
+    type Case<'a> = (&'a str, &'a str, &'a [(&'a str, &'a str)], bool);
+    let cases: &[Case] = &[
+        ("restated", "lb-super", &[live], true),
+        (
+            "restated-row",
+            "lb-super",
+            &[("instance-charge-type", "PayBySpec"), live],
+            true,
+        ),
+        ("changed", "lb-super", &[("spec", "slb.s9.small")], false),
+        (
+            "row-other-case",
+            "lb-super",
+            &[("instance-charge-type", "paybyspec"), live],
+            false,
+        ),
+        ("no-live-spec", "lb-nospec", &[live], false),
+        (
+            "no-live-charge-type",
+            "lb-speconly",
+            &[("instance-charge-type", "PayBySpec"), live],
+            false,
+        ),
+    ];
+    let prefix = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-";
+    let mut files = Vec::new();
+    // Each on a port of its own: the Services share load balancers (listener-port-unique).
+    for (port, (name, id, anns, _)) in (8001..).zip(cases) {
+        let anns: String = anns
+            .iter()
+            .map(|(k, v)| format!("    {prefix}{k}: {v}\n"))
+            .collect();
+        let path = dir.path().join(format!("{name}.yaml"));
+        std::fs::write(
+            &path,
+            format!("apiVersion: v1\nkind: Service\nmetadata:\n  name: {name}\n  namespace: shop\n  annotations:\n    {prefix}id: {id}\n{anns}spec:\n  type: LoadBalancer\n  ports:\n    - {{port: {port}, targetPort: 8080, protocol: TCP}}\n"),
+        )
+        .unwrap();
+        files.push(path.display().to_string());
+    }
+    let mut args = vec![
+        "check",
+        "--output",
+        "json",
+        "--inventory",
+        inventory.to_str().unwrap(),
+    ];
+    args.extend(files.iter().map(String::as_str));
+    let out = lbguard(&args, None);
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    let doc = json(&out);
+    for (name, _, _, allowed) in cases {
+        let r = doc["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| {
+                r["file"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("/{name}.yaml"))
+            })
+            .unwrap_or_else(|| panic!("{name}: {doc}"));
+        assert_eq!(r["allowed"], *allowed, "{name}: {r}");
+        let denials: Vec<&Value> = r["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|v| v["action"] == "deny")
+            .collect();
+        assert_eq!(denials.is_empty(), *allowed, "{name}: {r}");
+        for v in denials {
+            assert_eq!(v["rule"], "annotation-format", "{name}: {r}");
+            let m = v["message"].as_str().unwrap();
+            assert!(m.contains("ModifyLoadBalancerInstanceSpec"), "{name}: {m}");
+        }
+    }
+}

@@ -27,7 +27,7 @@ loadBalancers:
      listeners: [{port: 443, protocol: HTTPS, owner: external}, {port: 80, protocol: TCP, owner: shop/web}],
      attachedFrom: [{cluster: prod-b, namespace: shop, name: web}],
      resourceGroupId: rg-acfm2, masterZoneId: cn-hangzhou-h, slaveZoneId: cn-hangzhou-i, ipVersion: ipv4,
-     networkType: vpc, address: 47.96.1.10, chargeType: PayBySpec}
+     networkType: vpc, address: 47.96.1.10, chargeType: PayBySpec, spec: slb.s3.xlarge}
   - {id: lb-intranet, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-1, createdBy: user,
      chargeType: PayByCLCU}
   - {id: lb-other-vpc, provider: alibaba, kind: clb, addressType: intranet, vpcId: vpc-9, createdBy: user}

@@ -610,7 +610,7 @@ class Handler(BaseHTTPRequestHandler):
         names = {"resourceGroupId": "ResourceGroupId", "masterZoneId": "MasterZoneId",
                  "slaveZoneId": "SlaveZoneId", "ipVersion": "AddressIPVersion",
                  "networkType": "NetworkType", "address": "Address",
-                 "chargeType": "InstanceChargeType"}
+                 "chargeType": "InstanceChargeType", "spec": "LoadBalancerSpec"}
         return {api: lb[k] for k, api in names.items() if k in lb}
 
     @staticmethod

@@ -91,13 +91,20 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
                 ));
             }
             if provider == Provider::Alibaba {
-                // A CLB's live charge type (InstanceChargeType) decides both.
+                // A CLB's live charge type (InstanceChargeType) and spec (LoadBalancerSpec)
+                // decide these.
                 for charge in [
                     ("instance-charge-type", "PayBySpec"),
                     ("spec", "slb.s9.small"),
+                    ("spec", "slb.s3.xlarge"),
                 ] {
                     cases.push(create(provider, "bill", id, &[charge], 8080));
                 }
+                let row = [
+                    ("instance-charge-type", "PayBySpec"),
+                    ("spec", "slb.s3.xlarge"),
+                ];
+                cases.push(create(provider, "bill", id, &row, 8080));
             }
         }
         let mut denied = 0;
@@ -128,6 +135,23 @@ async fn the_clouds_facts_are_the_files_and_give_the_same_verdicts() {
                 assert!(
                     !allowed && message.contains("[annotation-format]") && message.contains(call),
                     "{id}: {message}"
+                );
+            }
+            // Its live spec (slb.s3.xlarge, beyond the API's list) restated is not sent.
+            for row in [
+                &[("spec", "slb.s3.xlarge")][..],
+                &[
+                    ("instance-charge-type", "PayBySpec"),
+                    ("spec", "slb.s3.xlarge"),
+                ],
+            ] {
+                let case = create(provider, "bill", "lb-user-internet", row, 8080);
+                let r = with_cloud.client().post("/validate", &case).await.review();
+                let (_, message, warnings) = outcome(&r);
+                assert!(
+                    !message.contains("[annotation-format]")
+                        && !warnings.iter().any(|w| w.contains("[annotation-format]")),
+                    "{row:?}: {message} {warnings:?}"
                 );
             }
         }

@@ -11,7 +11,8 @@
 //!   network type and address (CLB: its IP; NLB: its DNS name); a CLB's `InstanceChargeType`
 //!   (`chargeType`), which the CLB controller keeps or changes (`clbv1/loadbalancer.go:451-491`);
 //!   a value other than PayBySpec or PayByCLCU (or none, as the international site may answer)
-//!   is not known.
+//!   is not known; its `LoadBalancerSpec` (`spec`, as written), which the controller compares
+//!   with the Service's spec (`clbv1/loadbalancer.go:479-489`).
 //! - listener owners: the CCM names its CLB listeners `k8s/{port}/{service}/{namespace}/{cluster id}`
 //!   (`pkg/model/load_balancer.go` ListenerNamedKey) and its NLB listeners
 //!   `k8s.{port}.{protocol}.{service}.{namespace}.{cluster id}` (`pkg/model/nlb/nlb.go`), in the
@@ -403,6 +404,7 @@ fn new_lb(id: &str, kind: LbKind, attrs: &Value) -> LoadBalancer {
             lb.charge_type = attrs["InstanceChargeType"]
                 .as_str()
                 .and_then(ChargeType::parse);
+            lb.spec = non_empty(&attrs["LoadBalancerSpec"]);
         }
     }
     lb
@@ -521,6 +523,19 @@ mod tests {
         let attrs = serde_json::json!({"InstanceChargeType": v});
         assert_eq!(new_lb("lb-1", LbKind::Clb, &attrs).charge_type, want);
         assert_eq!(new_lb("nlb-1", LbKind::Nlb, &attrs).charge_type, None);
+    }
+
+    /// LoadBalancerSpec as the SLB API answers it, kept as written (the controller compares
+    /// it exactly); none or empty is not known.
+    #[rstest::rstest]
+    #[case::spec(serde_json::json!("slb.s2.small"), Some("slb.s2.small"))]
+    #[case::beyond_the_api_list(serde_json::json!("slb.s3.xlarge"), Some("slb.s3.xlarge"))]
+    #[case::empty(serde_json::json!(""), None)]
+    #[case::absent(Value::Null, None)]
+    fn clb_spec(#[case] v: Value, #[case] want: Option<&str>) {
+        let attrs = serde_json::json!({"LoadBalancerSpec": v});
+        assert_eq!(new_lb("lb-1", LbKind::Clb, &attrs).spec.as_deref(), want);
+        assert_eq!(new_lb("nlb-1", LbKind::Nlb, &attrs).spec, None);
     }
 
     #[test]

@@ -1,7 +1,9 @@
 use rstest::rstest;
 
 use crate::providers::Provider::Alibaba;
-use crate::testkit::{Expect, Expect::*, cfg, create, expect_with, inventory, lb, update};
+use crate::testkit::{
+    Expect, Expect::*, cfg, create, expect_with, inventory, lb, policy_says, update,
+};
 use crate::vocab::ctx::EmptyInventory;
 
 const INV: &str = r#"
@@ -9,6 +11,10 @@ loadBalancers:
   - {id: lb-spec, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user, chargeType: PayBySpec}
   - {id: lb-lcu, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user, chargeType: PayByCLCU}
   - {id: lb-old, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user}
+  - {id: lb-super, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user, chargeType: PayBySpec, spec: slb.s3.xlarge}
+  - {id: lb-small, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user, chargeType: PayBySpec, spec: slb.s2.small}
+  - {id: lb-lcu-spec, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user, chargeType: PayByCLCU, spec: slb.s3.xlarge}
+  - {id: lb-spec-only, provider: alibaba, kind: clb, addressType: internet, vpcId: vpc-1, createdBy: user, spec: slb.s3.xlarge}
 "#;
 
 const LABEL: &str = "service.k8s.alibaba/loadbalancer-id";
@@ -135,4 +141,95 @@ fn silent_without_facts_or_on_an_nlb(#[case] nlb: bool) {
         &none
     };
     expect_with(&create(s), &cfg(""), inv, "annotation-format", Pass);
+}
+
+/// The live spec (`spec`): the controller sends the Service's spec only when it differs,
+/// exactly, from the live one and the charge type is kept (clbv1/loadbalancer.go:455-456,
+/// :472-488), so a spec that is the live one is held to nothing, even beyond the API's list
+/// (slb.s3.xlarge, an allow-listed spec). A live spec without the live charge type, or a
+/// charge type without the live spec, keeps today's verdict.
+#[rstest]
+// No instance-charge-type on a pay-by-spec CLB (charge.rs's own finding).
+#[case::restated_live_spec("lb-super", None, "slb.s3.xlarge", Pass)]
+#[case::changed_to_a_refused_spec("lb-super", None, "slb.s9.small", Deny)]
+#[case::live_spec_other_case("lb-super", None, "SLB.S3.XLARGE", Deny)] // compared exactly
+#[case::changed_to_a_listed_spec("lb-small", None, "slb.s3.large", Pass)]
+#[case::live_spec_listed("lb-small", None, "slb.s2.small", Pass)]
+#[case::unknown_spec_keeps_todays_verdict("lb-spec", None, "slb.s3.xlarge", Deny)]
+#[case::unknown_charge_type_keeps_todays_verdict("lb-spec-only", None, "slb.s3.xlarge", Pass)]
+#[case::lcu_sends_no_spec("lb-lcu-spec", None, "slb.s9.small", Pass)]
+// instance-charge-type PayBySpec (the row): cleared only when it is the live one, exactly.
+#[case::row_restated_live_spec("lb-super", Some("PayBySpec"), "slb.s3.xlarge", Pass)]
+#[case::row_charge_type_other_case("lb-super", Some("paybyspec"), "slb.s3.xlarge", Deny)] // ModifyLoadBalancerInstanceChargeType sends it
+#[case::row_changed_spec("lb-super", Some("PayBySpec"), "slb.s9.small", Deny)]
+#[case::row_changed_to_a_listed_spec("lb-super", Some("PayBySpec"), "slb.s1.small", Pass)]
+#[case::row_unknown_spec_keeps_todays_verdict("lb-spec", Some("PayBySpec"), "slb.s3.xlarge", Deny)]
+#[case::row_unknown_charge_type_keeps_todays_verdict(
+    "lb-spec-only",
+    Some("PayBySpec"),
+    "slb.s3.xlarge",
+    Deny
+)]
+#[case::row_not_in_the_inventory("lb-9", Some("PayBySpec"), "slb.s3.xlarge", Deny)]
+#[case::row_lcu_asked_spec("lb-lcu-spec", Some("PayBySpec"), "slb.s3.xlarge", Deny)] // both findings
+#[case::switched_to_lcu("lb-super", Some("PayByCLCU"), "slb.s9.small", Pass)] // no spec sent
+fn spec_against_the_live_one(
+    #[case] id: &str,
+    #[case] charge: Option<&str>,
+    #[case] spec: &str,
+    #[case] want: Expect,
+) {
+    let mut anns = vec![("spec", spec)];
+    if let Some(c) = charge {
+        anns.push(("instance-charge-type", c));
+    }
+    let v = reused(id, &anns, want);
+    let row_cleared = want == Pass && charge == Some("PayBySpec") && spec == "slb.s3.xlarge";
+    assert_eq!(
+        v.cleared,
+        if row_cleared {
+            vec!["annotation-format"]
+        } else {
+            vec![]
+        },
+        "{:?}",
+        v.violations
+    );
+    if want == Deny {
+        let m = v.denial_message().unwrap();
+        assert!(m.contains(&format!("spec is \"{spec}\"")), "{m}");
+        if id == "lb-super" && charge.is_none() {
+            assert!(
+                m.contains("ModifyLoadBalancerInstanceSpec")
+                    && m.contains("or the CLB's live spec \"slb.s3.xlarge\" (not sent)"),
+                "{m}"
+            );
+        }
+    }
+}
+
+/// The row's finding cleared by the live facts stays in the exported policy, which cannot
+/// read the inventory (today's verdict there); a CLB the controller made (its label) is
+/// cleared the same.
+#[rstest]
+#[case::reused(false)]
+#[case::made_by_the_controller(true)]
+fn a_cleared_row_stays_in_the_policy(#[case] made: bool) {
+    let base = || {
+        if made {
+            lb().label(LABEL, "lb-super")
+        } else {
+            lb().pa(Alibaba, "id", "lb-super")
+        }
+    };
+    let new = base().pa(Alibaba, "instance-charge-type", "PayBySpec").pa(
+        Alibaba,
+        "spec",
+        "slb.s3.xlarge",
+    );
+    let input = update(base(), new);
+    let v = expect_with(&input, &cfg(""), &inventory(INV), "annotation-format", Pass);
+    assert_eq!(v.cleared, vec!["annotation-format"]);
+    let said = policy_says(&input, &cfg(""), "annotation-format");
+    assert!(!said.is_empty(), "the policy cannot read the inventory");
 }

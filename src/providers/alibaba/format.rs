@@ -35,11 +35,12 @@ pub fn annotation_format(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings) {
         super::clb::check(new, cat, out);
     }
     // What the controller sends, held to the cloud API's limits (data/alibaba-api.yaml).
+    let rows = out.len();
     crate::providers::api::check(ctx, cat, "annotation-format", out);
     // A reused NLB's server groups, from the inventory.
     super::groups::reused_server_groups(ctx, cat, out);
-    // An existing CLB's charge type, from the inventory.
-    super::charge::live_charge_type(ctx, cat, out);
+    // An existing CLB's charge type and spec, from the inventory.
+    super::charge::live_charge_type(ctx, cat, rows, out);
 }
 
 /// The table's formats (`providers/data/alibaba.yaml`), for the controller that takes the

@@ -60,7 +60,7 @@ pub static RULES: &[Rule] = &[
         gate: Gate::Admit,
         default: Action::Deny,
         title: "Values as ACK's CLB or NLB controller parses them (protocol-port, vgroup-port, zone-maps, port ranges, Go integers) and within the published ranges and values",
-        source: "kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/listeners.go:711-753, nlbv2/listeners.go:62-110,620-644, nlbv2/loadbalancer.go:56-58,639-666; a reused NLB's vgroup-port against its VPC's server groups (inventory): nlbv2/server_groups.go:209-230, model_applier.go:311-318; an existing CLB's instance-charge-type and spec against its live charge type (inventory chargeType): clbv1/loadbalancer.go:451-491 and the CLB API's ModifyLoadBalancerInstanceChargeType (\"You cannot change the metering method from pay-by-LCU to pay-by-specification\"); data/alibaba.yaml rows (CCM docs table, CLB and NLB API references)",
+        source: "kubernetes/cloud-provider-alibaba-cloud@eeb0ddc:pkg/controller/service/clbv1/listeners.go:711-753, nlbv2/listeners.go:62-110,620-644, nlbv2/loadbalancer.go:56-58,639-666; a reused NLB's vgroup-port against its VPC's server groups (inventory): nlbv2/server_groups.go:209-230, model_applier.go:311-318; an existing CLB's instance-charge-type and spec against its live charge type and spec (inventory chargeType, spec; a spec equal to the live one is not sent): clbv1/loadbalancer.go:451-491 and the CLB API's ModifyLoadBalancerInstanceChargeType (\"You cannot change the metering method from pay-by-LCU to pay-by-specification\"); data/alibaba.yaml rows (CCM docs table, CLB and NLB API references)",
         check: Check::PerProvider(format::annotation_format),
         vap: Vap::Cel(cel::annotation_format),
     },
