@@ -44,6 +44,7 @@ fn every_row_names_a_known_annotation_and_source() {
             }
             for t2 in &c.together {
                 for n in &t2.need {
+                    let n = n.annotation();
                     assert!(known(n), "{p} {}: needs {n}", c.call);
                 }
                 if let Some(s) = &t2.source {

@@ -1,7 +1,7 @@
 //! The CEL of `check` (`lbguard export-vap`): the same rows, the same reading of the
 //! listener protocols, the same conditions.
 
-use super::model::{Call, Cond, Param, Side, Together};
+use super::model::{Call, Cond, Need, Param, Side, Together};
 use crate::vocab::catalog::{Catalog, catalog_annotation};
 use crate::vocab::cel;
 use crate::vocab::rule::CelCheck;
@@ -52,7 +52,15 @@ fn holds(cat: &Catalog, c: &Cond) -> String {
     if let Some(on) = c.exists {
         return format!("{}{}", if on { "" } else { "!" }, a.present);
     }
-    let present = set(cat, &c.annotation);
+    let (present, a) = if c.trim {
+        let value = format!("{}.trim()", a.value);
+        (
+            format!("({} && {value} != '')", a.present),
+            crate::vocab::catalog::Annotation { value, ..a },
+        )
+    } else {
+        (set(cat, &c.annotation), a)
+    };
     if !c.not_in.is_empty() {
         return if c.fold {
             format!(
@@ -359,9 +367,20 @@ fn together_checks(cat: &Catalog, made: &str, t: &Together) -> Vec<CelCheck> {
         .map(|x| excludes(cat, made, t, x))
         .collect();
     let a = catalog_annotation(cat, &t.when.annotation);
+    // A need: the annotation set, or its condition holding; and its words, as `check`'s.
+    let met = |n: &Need| match n {
+        Need::Set(n) => set(cat, n),
+        Need::Holds(c) => holds(cat, c),
+    };
+    let words = |n: &Need| match n {
+        Need::Holds(c) if !c.entry.is_empty() => {
+            format!("{} with {}", cat.key(&c.annotation), c.entry_words())
+        }
+        _ => cat.key(n.annotation()),
+    };
     if t.any && !t.need.is_empty() {
-        let none: Vec<String> = t.need.iter().map(|n| format!("!{}", set(cat, n))).collect();
-        let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
+        let none: Vec<String> = t.need.iter().map(|n| format!("!{}", met(n))).collect();
+        let names: Vec<String> = t.need.iter().map(words).collect();
         out.push(together(
             cat,
             made,
@@ -376,9 +395,14 @@ fn together_checks(cat: &Catalog, made: &str, t: &Together) -> Vec<CelCheck> {
                 cat,
                 made,
                 t,
-                &format!("!{}", set(cat, n)),
-                needs(cat, t, &cat.key(n)),
-                format!("{} + '=' + {} + '/' + {}", a.key, a.value, cel::lit(n)),
+                &format!("!{}", met(n)),
+                needs(cat, t, &esc(&words(n))),
+                format!(
+                    "{} + '=' + {} + '/' + {}",
+                    a.key,
+                    a.value,
+                    cel::lit(n.annotation())
+                ),
             )
         }));
     }

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::model::{ApiTable, Call, Cond, Param, Reading, Side};
+use super::model::{ApiTable, Call, Cond, Need, Param, Reading, Side};
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::checks::protocol_entries;
@@ -97,6 +97,7 @@ fn holds(table: &ApiTable, cat: &Catalog, svc: Svc, c: &Cond) -> bool {
         (Some(_), Some(Value::String(s))) => s.as_str(),
         (Some(_), _) => "",
     };
+    let value = if c.trim { value.trim() } else { value };
     let same = |v: &String| {
         if c.fold {
             v.eq_ignore_ascii_case(value)
@@ -331,15 +332,18 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             if t.need.is_empty() {
                 continue;
             }
-            let missing: Vec<&String> = t
+            let missing: Vec<&Need> = t
                 .need
                 .iter()
-                .filter(|n| cat.get(svc, n).is_none_or(|b| table.unset(b.value)))
+                .filter(|n| match n {
+                    Need::Set(n) => cat.get(svc, n).is_none_or(|b| table.unset(b.value)),
+                    Need::Holds(c) => !holds(table, cat, svc, c),
+                })
                 .collect();
             if t.any {
                 // One of them suffices: one finding when none is set.
                 if missing.len() == t.need.len() {
-                    let names: Vec<String> = t.need.iter().map(|n| cat.key(n)).collect();
+                    let names: Vec<String> = t.need.iter().map(|n| needed(cat, n)).collect();
                     let names = names.join(" or ");
                     out.push(
                         annotation_field(a.key),
@@ -352,22 +356,27 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 continue;
             }
             // One finding per missing annotation: the message depends on nothing else.
-            for n in missing {
+            for n in missing.into_iter().map(|n| needed(cat, n)) {
                 out.push(
                     annotation_field(a.key),
                     format!(
-                        "{}: \"{}\" needs {}: {refuser} refuses {} in {calls} without {} ({source}); add {}, or remove {}",
-                        a.key,
-                        a.value,
-                        cat.key(n),
-                        t.when.annotation,
-                        t.params,
-                        cat.key(n),
-                        a.key
+                        "{}: \"{}\" needs {n}: {refuser} refuses {} in {calls} without {} ({source}); add {n}, or remove {}",
+                        a.key, a.value, t.when.annotation, t.params, a.key
                     ),
                 );
             }
         }
+    }
+}
+
+/// What a `together` row needs, in a message: the annotation's key, with an `entry`
+/// condition's words ("kubernetes.io/elb.protocol-port with an http or https entry").
+fn needed(cat: &Catalog, n: &Need) -> String {
+    match n {
+        Need::Holds(c) if !c.entry.is_empty() => {
+            format!("{} with {}", cat.key(&c.annotation), c.entry_words())
+        }
+        _ => cat.key(n.annotation()),
     }
 }
 

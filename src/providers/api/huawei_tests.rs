@@ -2,12 +2,19 @@
 //! reads for CCE that ACK's and Volcengine's rows do not (a JSON field of an annotation, one
 //! per entry of an array, a field the object must hold, CCE's listener reading, `any`), with
 //! the rule id each finding keeps. The limits themselves are held by the huawei module's
-//! tests (autocreate_tests, timeouts_tests, options_tests, dependent_tests).
+//! tests (autocreate_tests, timeouts_tests, options_tests).
 //! `whenAny` and `exists` (a shared ELB's UDP keepalive_timeout) are held by timeouts_tests;
+//! every `dependent-annotations` row is held here: `need` (health-check-flag, acl-id),
 //! `excludes` (health-check-option with -options, session-affinity-mode with lb-algorithm
 //! SOURCE_IP, transparent-client-ip "false" with a dedicated ELB or an http/https entry, an
-//! http/https entry on port 21 with a shared ELB), `entry` conditions and `fix` are held here,
-//! the cases that were huawei/dependent_tests' before the rows.
+//! http/https entry on port 21 with a shared ELB), `entry` conditions, `fix`, and a `need`
+//! that is a condition (a tls entry needs a `trim`med cert-id; client/member_timeout an
+//! http or https entry; client-ca-cert-id and tls-certificate-ids an https or tls entry), the
+//! cases that were huawei/dependent_tests' before the rows.
+//! Sources: OTC-0385 = opentelekomcloud-docs/cloud-container-engine@4863737:umn/source/
+//! networking/services/loadbalancer/configuring_advanced_load_balancing_functions_using_annotations.rst;
+//! OTC-0729 = the same at .../configuring_timeout_for_a_loadbalancer_service.rst; OTC-0683 =
+//! the same at .../configuring_http_https_for_a_loadbalancer_service.rst.
 
 use rstest::rstest;
 
@@ -118,8 +125,9 @@ fn the_dependent_rows_are_exported() {
     let cat = &crate::providers::huawei::CATALOG;
     let checks = super::cel::checks(cat, "false", "dependent-annotations");
     // health-check-flag (any: one check), the two exclusions, acl-id's two needs,
-    // transparent-client-ip's two exclusions and port 21's two (a call each).
-    assert_eq!(checks.len(), 9);
+    // transparent-client-ip's two exclusions, port 21's two (a call each), the tls entry's
+    // cert-id, the two timeouts and the two certificates of HTTPS/TLS listeners.
+    assert_eq!(checks.len(), 14);
 }
 
 const OPTION: &str = r#"{"protocol":"TCP","delay":"5","timeout":"10","max_retries":"3"}"#;
@@ -187,6 +195,139 @@ fn excludes_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
 #[case::shared_http_21_skip_managed(&[("class", "union"), ("protocol-port", "http:21"), ("skip-managed-listener", "true")], Pass)]
 fn listener_exclusion_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
     expect(&create(with(pairs)), &cfg(V), "dependent-annotations", want);
+}
+
+#[rstest]
+// OTC-0385 Table 3: with the flag on, health-check-option or -options must be given.
+#[case::flag_on_alone(&[("health-check-flag", "on")], Deny)]
+#[case::flag_on_option(&[("health-check-flag", "on"), ("health-check-option", OPTION)], Pass)]
+#[case::flag_on_options(&[("health-check-flag", "on"), ("health-check-options", OPTIONS)], Pass)]
+#[case::flag_on_empty_option(&[("health-check-flag", "on"), ("health-check-option", "")], Deny)]
+#[case::flag_off_alone(&[("health-check-flag", "off")], Pass)]
+#[case::flag_blank_alone(&[("health-check-flag", "")], Pass)]
+#[case::flag_upper_is_not_on(&[("health-check-flag", "ON")], Pass)]
+// OTC-0385 Table 11: an IP address group id needs acl-status and acl-type; empty needs neither.
+#[case::acl_complete(&[("acl-id", "ipg-1"), ("acl-status", "on"), ("acl-type", "white")], Pass)]
+#[case::acl_off_black(&[("acl-id", "ipg-1,ipg-2"), ("acl-status", "off"), ("acl-type", "black")], Pass)]
+#[case::acl_without_status(&[("acl-id", "ipg-1"), ("acl-type", "white")], Deny)]
+#[case::acl_without_type(&[("acl-id", "ipg-1"), ("acl-status", "true")], Deny)]
+#[case::acl_alone(&[("acl-id", "ipg-1")], Deny)]
+#[case::acl_empty_type(&[("acl-id", "ipg-1"), ("acl-status", "on"), ("acl-type", "")], Deny)]
+#[case::acl_id_empty(&[("acl-id", "")], Pass)]
+#[case::status_and_type_alone(&[("acl-status", "on"), ("acl-type", "white")], Pass)]
+fn need_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
+    expect(&create(with(pairs)), &cfg(V), "dependent-annotations", want);
+}
+
+#[rstest]
+// OTC-0683 :77, :148-159 and the ELB API (default_tls_container_ref 必传 for TLS): a tls entry
+// needs elb.cert-id; one of only white space reads as unset.
+#[case::tls_without_cert(&[("protocol-port", "tls:80")], Deny)]
+#[case::tls_blank_cert(&[("protocol-port", "tls:80"), ("cert-id", " ")], Deny)]
+#[case::tls_empty_cert(&[("protocol-port", "tls:80"), ("cert-id", "")], Deny)]
+#[case::tls_with_cert(&[("protocol-port", "tls:80"), ("cert-id", "c-1")], Pass)]
+#[case::tls_padded_cert(&[("protocol-port", "tls:80"), ("cert-id", " c-1 ")], Pass)]
+#[case::tls_other_port(&[("protocol-port", "tcp:80,tls:8443")], Deny)]
+#[case::tls_spaced(&[("protocol-port", " tls : 80")], Deny)]
+#[case::tls_upper_is_not_tls(&[("protocol-port", "TLS:80")], Pass)]
+#[case::tcp_without_cert(&[("protocol-port", "tcp:80")], Pass)]
+#[case::tls_skip_managed(&[("protocol-port", "tls:80"), ("skip-managed-listener", "true")], Pass)]
+#[case::tls_skip_upper(&[("protocol-port", "tls:80"), ("skip-managed-listener", "TRUE")], Deny)]
+// OTC-0729 :34-37 and the ELB API (创建监听器.md:343-376 "仅协议为HTTP/HTTPS的监听器支持该字段"):
+// client_timeout and member_timeout need an HTTP or HTTPS listener.
+#[case::client_timeout_tcp(&[("client_timeout", "60")], Deny)]
+#[case::member_timeout_tcp(&[("member_timeout", "60")], Deny)]
+#[case::client_timeout_http(&[("client_timeout", "60"), ("protocol-port", "http:80")], Pass)]
+#[case::member_timeout_https(&[("member_timeout", "60"), ("protocol-port", "https:80"), ("cert-id", "c-1")], Pass)]
+#[case::timeouts_tcp_entry(&[("client_timeout", "60"), ("protocol-port", "tcp:80")], Deny)]
+#[case::timeouts_udp_entry(&[("member_timeout", "60"), ("protocol-port", "udp:80")], Deny)]
+#[case::timeouts_tls_entry(&[("client_timeout", "60"), ("protocol-port", "tls:80"), ("cert-id", "c-1")], Deny)]
+#[case::timeouts_upper_http(&[("client_timeout", "60"), ("protocol-port", "HTTP:80")], Deny)]
+#[case::timeouts_http_other_port(&[("client_timeout", "60"), ("protocol-port", "http:8080")], Pass)]
+#[case::client_timeout_empty(&[("client_timeout", "")], Pass)]
+#[case::timeouts_skip_managed(&[("client_timeout", "60"), ("skip-managed-listener", "true")], Pass)]
+#[case::keepalive_tcp(&[("keepalive_timeout", "60")], Pass)]
+// ELB API client_ca_tls_container_ref "仅TLS和HTTPS协议监听器支持该字段" (create_listener_option.py;
+// OTC-0683 :161): the CA certificate needs an HTTPS or TLS listener.
+#[case::ca_tcp(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1")], Deny)]
+#[case::ca_tcp_entry(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1"), ("protocol-port", "tcp:80")], Deny)]
+#[case::ca_http(&[("client-ca-cert-id", "ca-1"), ("protocol-port", "http:80")], Deny)]
+#[case::ca_https(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1"), ("protocol-port", "https:80")], Pass)]
+#[case::ca_tls(&[("client-ca-cert-id", "ca-1"), ("cert-id", "c-1"), ("protocol-port", "tls:80")], Pass)]
+#[case::ca_empty(&[("client-ca-cert-id", "")], Pass)]
+#[case::ca_skip_managed(&[("client-ca-cert-id", "ca-1"), ("skip-managed-listener", "true")], Pass)]
+// OTC-0385 :399 "HTTPS must be enabled" (SNI, OTC-0683 :78 HTTPS or TLS).
+#[case::sni_tcp(&[("tls-certificate-ids", "c-2,c-3")], Deny)]
+#[case::sni_http(&[("tls-certificate-ids", "c-2"), ("protocol-port", "http:80")], Deny)]
+#[case::sni_https(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "https:80")], Pass)]
+#[case::sni_tls(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "tls:80")], Pass)]
+#[case::sni_https_upper_is_not_https(&[("tls-certificate-ids", "c-2"), ("cert-id", "c-1"), ("protocol-port", "HTTPS:80")], Deny)]
+#[case::sni_empty(&[("tls-certificate-ids", "")], Pass)]
+#[case::sni_skip_managed(&[("tls-certificate-ids", "c-2"), ("skip-managed-listener", "true")], Pass)]
+fn listener_need_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
+    expect(&create(with(pairs)), &cfg(V), "dependent-annotations", want);
+    // The exported policy reads protocol-port, cert-id and skip-managed-listener the same way.
+    let cel = policy_says(&create(with(pairs)), &cfg(V), "dependent-annotations");
+    assert_eq!(cel.is_empty(), matches!(want, Pass), "{cel:#?}");
+}
+
+/// A need is one finding per missing annotation or condition, on `if`'s annotation, naming
+/// what is missing, with the row's source; the exported policy says the same.
+#[rstest]
+#[case::acl(&[("acl-id", "ipg-1"), ("acl-type", "white")], "kubernetes.io/elb.acl-id", "needs kubernetes.io/elb.acl-status:", "Table 11")]
+#[case::tls(&[("protocol-port", "tls:80"), ("cert-id", " ")], "kubernetes.io/elb.protocol-port", "\"tls:80\" needs kubernetes.io/elb.cert-id:", "该字段必传")]
+#[case::client_timeout(&[("client_timeout", "60"), ("protocol-port", "tcp:80")], "kubernetes.io/elb.client_timeout", "\"60\" needs kubernetes.io/elb.protocol-port with an http or https entry:", "Only HTTP and HTTPS are supported")]
+#[case::member_timeout(&[("member_timeout", "60")], "kubernetes.io/elb.member_timeout", "needs kubernetes.io/elb.protocol-port with an http or https entry:", "仅协议为HTTP/HTTPS的监听器支持该字段")]
+#[case::client_ca(&[("client-ca-cert-id", "ca-1"), ("protocol-port", "http:80")], "kubernetes.io/elb.client-ca-cert-id", "needs kubernetes.io/elb.protocol-port with an https or tls entry:", "仅TLS和HTTPS协议监听器支持该字段")]
+#[case::sni(&[("tls-certificate-ids", "c-2")], "kubernetes.io/elb.tls-certificate-ids", "needs kubernetes.io/elb.protocol-port with an https or tls entry:", "HTTPS must be enabled")]
+fn a_need_names_its_field_and_source(
+    #[case] pairs: &[(&str, &str)],
+    #[case] key: &str,
+    #[case] says: &str,
+    #[case] source: &str,
+) {
+    let v = run(&create(with(pairs)), &cfg(V));
+    let mine: Vec<_> = v
+        .violations
+        .iter()
+        .filter(|x| x.rule == "dependent-annotations")
+        .collect();
+    assert_eq!(mine.len(), 1, "{mine:#?}");
+    assert_eq!(mine[0].field, format!("metadata.annotations[{key}]"));
+    assert!(mine[0].message.contains(says), "{}", mine[0].message);
+    assert!(mine[0].message.contains(source), "{}", mine[0].message);
+    let cel = policy_says(&create(with(pairs)), &cfg(V), "dependent-annotations");
+    assert_eq!(cel.len(), 1, "{cel:#?}");
+    assert!(cel[0].contains(says), "{}", cel[0]);
+}
+
+/// An ACL id without its partners names both missing keys.
+#[test]
+fn acl_id_names_each_missing_partner() {
+    let m = messages(with(&[("acl-id", "ipg-1")]), "dependent-annotations");
+    assert_eq!(m.len(), 2, "{m:#?}");
+    assert!(m.iter().any(|x| x.contains("kubernetes.io/elb.acl-status")));
+    assert!(m.iter().any(|x| x.contains("kubernetes.io/elb.acl-type")));
+}
+
+/// The update ratchet keeps a need the live Service already had, with the same value; a
+/// new value of the annotation is a new finding (its message quotes the value), as before.
+#[rstest]
+#[case::flag(&[("health-check-flag", "on")], &[("health-check-flag", "on")], Warn)]
+#[case::timeout_kept(&[("client_timeout", "60")], &[("client_timeout", "60")], Warn)]
+#[case::timeout_changed(&[("client_timeout", "60")], &[("client_timeout", "30")], Deny)]
+#[case::tls_kept(&[("protocol-port", "tls:80")], &[("protocol-port", "tls:80")], Warn)]
+fn a_need_ratchets_on_update(
+    #[case] old: &[(&str, &str)],
+    #[case] new: &[(&str, &str)],
+    #[case] want: Expect,
+) {
+    expect(
+        &update(with(old), with(new)),
+        &cfg(V),
+        "dependent-annotations",
+        want,
+    );
 }
 
 /// No elb.class and an ELB CCE creates: a shared one (union is the default), so port 21 over

@@ -121,6 +121,9 @@ pub struct Cond {
     pub entry: Vec<String>,
     /// With `entry`: that entry's port is this number (as `protocol_entries` reads it).
     pub port: Option<i32>,
+    /// The value is read trimmed: one of only white space reads as unset.
+    #[serde(default)]
+    pub trim: bool,
 }
 
 impl Cond {
@@ -236,9 +239,10 @@ pub struct Param {
 pub struct Together {
     #[serde(rename = "if")]
     pub when: Cond,
-    /// Annotations that must be present (not empty).
+    /// Annotations that must be present (not empty), or conditions that must hold (an
+    /// `entry` of `elb.protocol-port`, a `trim`med value).
     #[serde(default)]
-    pub need: Vec<String>,
+    pub need: Vec<Need>,
     /// Conditions that must not hold with `if` (the controller takes one or the other): one
     /// finding on `if`'s annotation per condition that holds. Messages quote a value only
     /// where the condition names values (`in`), so the update ratchet keeps a finding however
@@ -259,6 +263,24 @@ pub struct Together {
     #[serde(default)]
     pub code: Vec<String>,
     pub reading: Option<String>,
+}
+
+/// What a `together` row needs: an annotation set (its name), or a condition that holds.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Need {
+    Set(String),
+    Holds(Cond),
+}
+
+impl Need {
+    /// The annotation it is on.
+    pub fn annotation(&self) -> &str {
+        match self {
+            Need::Set(n) => n,
+            Need::Holds(c) => &c.annotation,
+        }
+    }
 }
 
 impl Param {
