@@ -16,9 +16,11 @@
 //! controller then calls the NLB API, whose page read here states no such order.
 
 use super::CATALOG;
+use crate::providers::api::{self, table};
 use crate::vocab::catalog::catalog_annotation;
 use crate::vocab::cel;
 use crate::vocab::go::atoi;
+use crate::vocab::provider::Provider;
 use crate::vocab::rule::CelCheck;
 use crate::vocab::service::Svc;
 
@@ -27,9 +29,7 @@ const INTERVAL: &str = "health-check-interval";
 
 /// The `nlbWhen` of volcengine-api.yaml: an `nlb-` id is the NLB side's.
 fn nlb_side(svc: Svc) -> bool {
-    CATALOG
-        .get(svc, "id")
-        .is_some_and(|a| a.value.starts_with("nlb-"))
+    table(Provider::Volcengine).is_some_and(|t| api::named_nlb(&CATALOG, svc, t))
 }
 
 /// The problems of `value`, annotation `name` (a value that passed the table's format) on
@@ -55,19 +55,19 @@ pub fn value_pairs(name: &str, value: &str, svc: Svc) -> Vec<String> {
 
 /// The CEL of `value_pairs`.
 pub fn value_pairs_cel() -> Vec<CelCheck> {
-    let (t, i, id) = (
+    let (t, i) = (
         catalog_annotation(&CATALOG, TIMEOUT),
         catalog_annotation(&CATALOG, INTERVAL),
-        catalog_annotation(&CATALOG, "id"),
     );
+    let nlb = table(Provider::Volcengine)
+        .and_then(|tb| api::cel::named_nlb(&CATALOG, tb))
+        .unwrap_or_else(|| "false".into());
     vec![
         CelCheck::new(
             format!(
-                "{} && {} && !({} && {}.startsWith('nlb-')) && {} && {} && int({}) > int({})",
+                "{} && {} && !{nlb} && {} && {} && int({}) > int({})",
                 t.present,
                 i.present,
-                id.present,
-                id.value,
                 cel::atoi_number(&t.value),
                 cel::atoi_number(&i.value),
                 t.value,

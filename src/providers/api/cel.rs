@@ -409,6 +409,18 @@ fn together_checks(cat: &Catalog, made: &str, t: &Together) -> Vec<CelCheck> {
     out
 }
 
+/// `check::named_nlb` in CEL: none when the table has no `nlbWhen`.
+pub fn named_nlb(cat: &Catalog, table: &super::ApiTable) -> Option<String> {
+    let w = table.nlb_when.as_ref()?;
+    let a = catalog_annotation(cat, &w.annotation);
+    Some(format!(
+        "({} && {}.startsWith({}))",
+        a.present,
+        a.value,
+        cel::lit(&w.prefix)
+    ))
+}
+
 /// One limit check: (violation and zeroUnsent, the calls it is made in, message, witness).
 type Limit = ((String, bool), Vec<String>, String, String);
 
@@ -419,16 +431,8 @@ pub fn checks(cat: &Catalog, nlb: &str, rule: &str) -> Vec<CelCheck> {
     let Some(table) = super::model::table(cat.provider) else {
         return Vec::new();
     };
-    let nlb = match &table.nlb_when {
-        Some(w) => {
-            let a = catalog_annotation(cat, &w.annotation);
-            format!(
-                "({nlb} || ({} && {}.startsWith({})))",
-                a.present,
-                a.value,
-                cel::lit(&w.prefix)
-            )
-        }
+    let nlb = match named_nlb(cat, table) {
+        Some(named) => format!("({nlb} || {named})"),
         None => nlb.to_string(),
     };
     let nlb = nlb.as_str();

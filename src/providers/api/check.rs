@@ -137,15 +137,20 @@ fn ports_for(call: &Call, row: Option<&Vec<String>>, listeners: &[Listener]) -> 
 /// The side whose controller takes the Service: ACK's NLB controller, or (Volcengine) the
 /// annotation the table's `nlbWhen` names starting with its prefix.
 fn side(ctx: &Ctx, cat: &Catalog, svc: Svc, table: &ApiTable) -> Side {
-    let by_prefix = table.nlb_when.as_ref().is_some_and(|w| {
-        cat.get(svc, &w.annotation)
-            .is_some_and(|a| a.value.starts_with(w.prefix.as_str()))
-    });
-    if ctx.is_nlb(cat.provider) || by_prefix {
+    if ctx.is_nlb(cat.provider) || named_nlb(cat, svc, table) {
         Side::Nlb
     } else {
         Side::Clb
     }
+}
+
+/// Whether the annotation the table's `nlbWhen` names starts with its prefix (Volcengine: an
+/// `nlb-` id sends the Service to the NLB API).
+pub fn named_nlb(cat: &Catalog, svc: Svc, table: &ApiTable) -> bool {
+    table.nlb_when.as_ref().is_some_and(|w| {
+        cat.get(svc, &w.annotation)
+            .is_some_and(|a| a.value.starts_with(w.prefix.as_str()))
+    })
 }
 
 /// Findings of the rows owned by `rule` (`dependent-annotations`: required parameters and

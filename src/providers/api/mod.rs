@@ -9,7 +9,7 @@ mod check;
 mod fields;
 mod model;
 
-pub use check::{Listener, cce_listeners, check, listeners};
+pub use check::{Listener, cce_listeners, check, listeners, named_nlb};
 pub use model::{ApiTable, Call, Cond, Param, Reading, Side, Together, table};
 
 #[cfg(test)]
