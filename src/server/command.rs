@@ -114,21 +114,16 @@ fn sigterm() -> impl Future<Output = ()> + Send + 'static {
     }
 }
 
-/// Logs go to stderr through a writer thread: a request never waits on the pipe or file
-/// behind stderr (a blocking write there cost up to a third of the throughput with every
-/// decision logged). Nothing is dropped: when the 128k-line buffer is full, callers wait.
-/// The thread writes what has queued up since its last write in one go (a buffer it flushes
-/// whenever the queue is empty, and when it fills), not a write call per line: under load
-/// that is one write for many decision lines. Keep the guard until the runtime has stopped
-/// (so no task logs after it); dropping it flushes what is buffered.
-pub fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::WorkerGuard {
-    let (writer, guard) = tracing_appender::non_blocking::NonBlockingBuilder::default()
-        .lossy(false)
-        .thread_name("lbguard-log")
-        .finish(std::io::BufWriter::with_capacity(
-            LOG_BATCH,
-            std::io::stderr(),
-        ));
+/// Logs go to stderr through a writer thread that writes them in batches
+/// (`log_writer`): a request never waits on the pipe or file behind stderr. Keep the guard
+/// until the runtime has stopped (so no task logs after it); dropping it writes what waits.
+/// Without a thread (none can be started) lines go straight to stderr.
+pub fn init_logging(format: LogFormat) -> Option<super::log_writer::LogGuard> {
+    use tracing_subscriber::fmt::writer::BoxMakeWriter;
+    let (writer, guard) = match super::log_writer::spawn(std::io::stderr()) {
+        Ok((writer, guard)) => (BoxMakeWriter::new(writer), Some(guard)),
+        Err(_) => (BoxMakeWriter::new(std::io::stderr), None),
+    };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     // Colour only for a person at a terminal: log files and collectors get plain text.
@@ -150,9 +145,6 @@ pub fn init_logging(format: LogFormat) -> tracing_appender::non_blocking::Worker
     };
     guard
 }
-
-/// The most log output the writer thread holds before writing it.
-const LOG_BATCH: usize = 64 * 1024;
 
 /// The Kubernetes client for `serve`: none with `--standalone`, or with `--dev` unless
 /// `--use-kubeconfig` (then none, and a log line, when no cluster is configured or it does

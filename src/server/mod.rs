@@ -9,6 +9,7 @@ pub mod devcert;
 pub mod events;
 pub mod listen;
 pub mod log_json;
+pub mod log_writer;
 pub mod metrics;
 pub mod metrics_auth;
 pub mod process;
