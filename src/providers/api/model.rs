@@ -446,7 +446,9 @@ static VOLCENGINE: LazyLock<ApiTable> = LazyLock::new(|| {
     )
 });
 
-/// A provider's API rows (none for a cloud without a file).
+/// A provider's API rows (none for a cloud without a file: CTyun, whose controller is not
+/// public and whose annotation reference, as far as any copy reaches, names no API parameter;
+/// docs/src/providers/ctyun.md says what was searched).
 pub fn table(p: Provider) -> Option<&'static ApiTable> {
     match p {
         Provider::Alibaba => Some(&ALIBABA),
