@@ -203,6 +203,15 @@ fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 #[case::two_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1,c-2")], F, Deny)]
 #[case::one_cert(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1")], F, Pass)]
 #[case::two_certs_tcp(&[("cert-id", "c-1,c-2")], F, Pass)]
+// CreateListener/UpdateListenerAttribute: AlpnPolicy is required with AlpnEnabled true; the
+// controller sends alpn on (any case) with an empty policy, TCPSSL listeners only
+// (nlbv2/listeners.go:235-242, nlb/listener.go:183-186).
+#[case::alpn_without_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "on")], D, Deny)]
+#[case::alpn_upper_without_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "On")], D, Deny)]
+#[case::alpn_empty_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "on"), ("alpn-policy", "")], D, Deny)]
+#[case::alpn_with_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "on"), ("alpn-policy", "HTTP2Optional")], D, Pass)]
+#[case::alpn_off(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "off")], D, Pass)]
+#[case::alpn_tcp_unused(&[("alpn", "on")], D, Pass)]
 #[case::two_ca_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("cacert-id", "ca-1,ca-2")], F, Deny)]
 #[case::one_ca_cert(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("cacert-id", "ca-1")], F, Pass)]
 // CreateServerGroup (SDK 4.1.3): interval 1-50 for TCP and HTTP checks, 1-300 for UDP.
