@@ -134,6 +134,42 @@ fn tags(#[case] value: &str, #[case] want: Expect, #[values(false, true)] nlb: b
     expect(&create(s), &cfg(""), F, want);
 }
 
+/// `n` distinct tags, then `more`.
+fn tag_list(n: usize, more: &str) -> String {
+    (0..n)
+        .map(|i| format!("k{i}=v"))
+        .chain((!more.is_empty()).then(|| more.to_string()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// How many tags: a load balancer the controller creates carries its two tags besides the
+/// Service's, and the API takes at most 20 a call and 20 on a resource (CreateLoadBalancer,
+/// TagResources); keys named twice are one tag to the controller (annotations.go:238-268) and
+/// not counted; a reused load balancer (id) is not checked.
+#[rstest]
+#[case::keys_18(tag_list(18, ""), false, Pass)]
+#[case::keys_19(tag_list(19, ""), false, Deny)]
+#[case::keys_19_one_repeated(tag_list(18, "k0=w"), false, Pass)]
+#[case::keys_19_controller_key(tag_list(18, "ack.aliyun.com=c"), false, Pass)]
+#[case::keys_18_and_keyless(tag_list(18, "=x, ,"), false, Pass)]
+#[case::keys_25_reused(tag_list(25, ""), true, Pass)]
+fn tag_count(
+    #[case] value: String,
+    #[case] reused: bool,
+    #[case] want: Expect,
+    #[values(false, true)] nlb: bool,
+) {
+    let mut s = lb().pa(Alibaba, "additional-resource-tags", &value);
+    if nlb {
+        s = s.class(NLB).pa(Alibaba, "zone-maps", ZONES);
+    }
+    if reused {
+        s = s.pa(Alibaba, "id", if nlb { "nlb-1" } else { "lb-1" });
+    }
+    expect(&create(s), &cfg(""), F, want);
+}
+
 /// charge-type with instance-charge-type on a CLB: a pay-by-LCU instance takes only
 /// paybytraffic as InternetChargeType (CLB API CreateLoadBalancer, and
 /// ModifyLoadBalancerInstanceChargeType for the update; SDK alibabacloud-slb20140515 3.3.31);
