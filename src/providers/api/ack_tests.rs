@@ -170,6 +170,27 @@ fn tag_count(
     expect(&create(s), &cfg(""), F, want);
 }
 
+/// CreateLoadBalancer Address: the CLB's private IP address; a value that is no IP address is
+/// refused, any IPv4 or IPv6 form passes; a reused CLB (id) gets no CreateLoadBalancer.
+#[rstest]
+#[case::ipv4("192.168.0.10", false, Pass)]
+#[case::ipv4_leading_zeros("192.168.000.010", false, Pass)]
+#[case::ipv6("2001:db8::1", false, Pass)]
+#[case::word("vip-1", false, Deny)]
+#[case::octet_256("10.0.0.256", false, Deny)]
+#[case::three_octets("10.0.0", false, Deny)]
+#[case::leading_space(" 10.0.0.1", false, Deny)]
+#[case::word_reused("vip-1", true, Pass)]
+fn clb_address(#[case] value: &str, #[case] reused: bool, #[case] want: Expect) {
+    let mut s = lb()
+        .pa(Alibaba, "address-type", "intranet")
+        .pa(Alibaba, "ip", value);
+    if reused {
+        s = s.pa(Alibaba, "id", "lb-1");
+    }
+    expect(&create(s), &cfg(""), F, want);
+}
+
 /// charge-type with instance-charge-type on a CLB: a pay-by-LCU instance takes only
 /// paybytraffic as InternetChargeType (CLB API CreateLoadBalancer, and
 /// ModifyLoadBalancerInstanceChargeType for the update; SDK alibabacloud-slb20140515 3.3.31);
