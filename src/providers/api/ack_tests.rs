@@ -134,6 +134,63 @@ fn tags(#[case] value: &str, #[case] want: Expect, #[values(false, true)] nlb: b
     expect(&create(s), &cfg(""), F, want);
 }
 
+/// `n` distinct tags, then `more`.
+fn tag_list(n: usize, more: &str) -> String {
+    (0..n)
+        .map(|i| format!("k{i}=v"))
+        .chain((!more.is_empty()).then(|| more.to_string()))
+        .collect::<Vec<_>>()
+        .join(",")
+}
+
+/// How many tags: a load balancer the controller creates carries its two tags besides the
+/// Service's, and the API takes at most 20 a call and 20 on a resource (CreateLoadBalancer,
+/// TagResources); keys named twice are one tag to the controller (annotations.go:238-268) and
+/// not counted; a reused load balancer (id) is not checked.
+#[rstest]
+#[case::keys_18(tag_list(18, ""), false, Pass)]
+#[case::keys_19(tag_list(19, ""), false, Deny)]
+#[case::keys_19_one_repeated(tag_list(18, "k0=w"), false, Pass)]
+#[case::keys_19_controller_key(tag_list(18, "ack.aliyun.com=c"), false, Pass)]
+#[case::keys_18_and_keyless(tag_list(18, "=x, ,"), false, Pass)]
+#[case::keys_25_reused(tag_list(25, ""), true, Pass)]
+fn tag_count(
+    #[case] value: String,
+    #[case] reused: bool,
+    #[case] want: Expect,
+    #[values(false, true)] nlb: bool,
+) {
+    let mut s = lb().pa(Alibaba, "additional-resource-tags", &value);
+    if nlb {
+        s = s.class(NLB).pa(Alibaba, "zone-maps", ZONES);
+    }
+    if reused {
+        s = s.pa(Alibaba, "id", if nlb { "nlb-1" } else { "lb-1" });
+    }
+    expect(&create(s), &cfg(""), F, want);
+}
+
+/// CreateLoadBalancer Address: the CLB's private IP address; a value that is no IP address is
+/// refused, any IPv4 or IPv6 form passes; a reused CLB (id) gets no CreateLoadBalancer.
+#[rstest]
+#[case::ipv4("192.168.0.10", false, Pass)]
+#[case::ipv4_leading_zeros("192.168.000.010", false, Pass)]
+#[case::ipv6("2001:db8::1", false, Pass)]
+#[case::word("vip-1", false, Deny)]
+#[case::octet_256("10.0.0.256", false, Deny)]
+#[case::three_octets("10.0.0", false, Deny)]
+#[case::leading_space(" 10.0.0.1", false, Deny)]
+#[case::word_reused("vip-1", true, Pass)]
+fn clb_address(#[case] value: &str, #[case] reused: bool, #[case] want: Expect) {
+    let mut s = lb()
+        .pa(Alibaba, "address-type", "intranet")
+        .pa(Alibaba, "ip", value);
+    if reused {
+        s = s.pa(Alibaba, "id", "lb-1");
+    }
+    expect(&create(s), &cfg(""), F, want);
+}
+
 /// charge-type with instance-charge-type on a CLB: a pay-by-LCU instance takes only
 /// paybytraffic as InternetChargeType (CLB API CreateLoadBalancer, and
 /// ModifyLoadBalancerInstanceChargeType for the update; SDK alibabacloud-slb20140515 3.3.31);
@@ -203,6 +260,15 @@ fn clb_lcu_charge_type(#[case] anns: &[(&str, &str)], #[case] want: Expect) {
 #[case::two_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1,c-2")], F, Deny)]
 #[case::one_cert(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1")], F, Pass)]
 #[case::two_certs_tcp(&[("cert-id", "c-1,c-2")], F, Pass)]
+// CreateListener/UpdateListenerAttribute: AlpnPolicy is required with AlpnEnabled true; the
+// controller sends alpn on (any case) with an empty policy, TCPSSL listeners only
+// (nlbv2/listeners.go:235-242, nlb/listener.go:183-186).
+#[case::alpn_without_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "on")], D, Deny)]
+#[case::alpn_upper_without_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "On")], D, Deny)]
+#[case::alpn_empty_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "on"), ("alpn-policy", "")], D, Deny)]
+#[case::alpn_with_policy(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "on"), ("alpn-policy", "HTTP2Optional")], D, Pass)]
+#[case::alpn_off(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("alpn", "off")], D, Pass)]
+#[case::alpn_tcp_unused(&[("alpn", "on")], D, Pass)]
 #[case::two_ca_certs(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("cacert-id", "ca-1,ca-2")], F, Deny)]
 #[case::one_ca_cert(&[("protocol-port", "tcpssl:80"), ("cert-id", "c-1"), ("cacert-id", "ca-1")], F, Pass)]
 // CreateServerGroup (SDK 4.1.3): interval 1-50 for TCP and HTTP checks, 1-300 for UDP.

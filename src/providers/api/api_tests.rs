@@ -233,6 +233,50 @@ fn every_count_fails_one_past() {
     }
 }
 
+/// `onceMax` distinct items pass and one more fails; the same item repeated, or an item of
+/// `onceNot`, is not counted.
+#[test]
+fn every_once_max_fails_one_past() {
+    for (p, c, r) in rows() {
+        let Some(max) = r.once_max else { continue };
+        let sep = r.split.as_deref().unwrap();
+        let items = |n: usize| (0..n).map(|i| format!("k{i}=v")).collect::<Vec<_>>();
+        let at = items(max).join(sep);
+        assert_eq!(
+            check::value_error(r, &at),
+            None,
+            "{p} {}.{}",
+            c.call,
+            r.name
+        );
+        let past = items(max + 1).join(sep);
+        assert!(
+            check::value_error(r, &past).is_some(),
+            "{p} {}.{}",
+            c.call,
+            r.name
+        );
+        let repeated = format!("{at}{sep}k0=w");
+        assert_eq!(
+            check::value_error(r, &repeated),
+            None,
+            "{p} {}.{}",
+            c.call,
+            r.name
+        );
+        for n in &r.once_not {
+            let own = format!("{at}{sep}{n}=x");
+            assert_eq!(
+                check::value_error(r, &own),
+                None,
+                "{p} {}.{} {n}",
+                c.call,
+                r.name
+            );
+        }
+    }
+}
+
 /// A reserved prefix before the example's first item, or a refused substring after it, fails;
 /// the item alone passes.
 #[test]

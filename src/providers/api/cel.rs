@@ -243,6 +243,12 @@ fn value_bad(cat: &Catalog, p: &Param) -> String {
             "{items}.exists(i, size({items}.filter(j, j == i)) > 1)"
         ));
     }
+    if let Some(max) = p.once_max {
+        bad.push(format!(
+            "size({items}.filter(i, size({items}.filter(j, j == i)) == 1 && !(i in {}))) > {max}",
+            str_list(&p.once_not)
+        ));
+    }
     format!("({})", bad.join(" || "))
 }
 

@@ -481,6 +481,19 @@ pub fn value_error(param: &Param, value: &str) -> Option<String> {
             items.len()
         ));
     }
+    if let Some(max) = param.once_max
+        && param.once(&items) > max
+    {
+        let n = param.once(&items);
+        return Some(if param.once_not.is_empty() {
+            format!("{n} entries named once, {} takes at most {max}", param.by())
+        } else {
+            format!(
+                "{n} entries named once, and the controller adds {} of its own: at most {max} fit beside those",
+                param.once_not.join(" and ")
+            )
+        });
+    }
     if param.distinct {
         let mut seen = std::collections::BTreeSet::new();
         if let Some(d) = items.iter().find(|i| !seen.insert(**i)) {

@@ -225,6 +225,13 @@ pub struct Param {
     pub count: Option<(usize, usize)>,
     #[serde(default)]
     pub distinct: bool,
+    /// With `split`: the most items named once, those in `onceNot` aside, that the API takes
+    /// (tags the controller keeps one per key: the items named once are a lower bound of what
+    /// it sends, which the exported policy can count as the webhook does).
+    pub once_max: Option<usize>,
+    /// With `onceMax`: items not counted (the controller's own tags, counted in `onceMax`).
+    #[serde(default)]
+    pub once_not: Vec<String>,
     /// A value that passes.
     pub example: String,
     /// Where sources disagree: which one this row follows and why.
@@ -386,6 +393,15 @@ impl Param {
         parts.join(", or ")
     }
 
+    /// How many items are named once and not in `onceNot` (see `onceMax`).
+    pub fn once(&self, items: &[&str]) -> usize {
+        items
+            .iter()
+            .filter(|i| items.iter().filter(|j| j == i).count() == 1)
+            .filter(|i| !self.once_not.iter().any(|n| n == *i))
+            .count()
+    }
+
     /// The items of a value as the controller sends them.
     pub fn items<'v>(&self, value: &'v str) -> Vec<&'v str> {
         let Some(sep) = &self.split else {
@@ -423,6 +439,12 @@ fn parse(p: Provider, text: &str) -> ApiTable {
             );
         }
         for param in &mut call.params {
+            assert!(
+                param.once_max.is_none() || param.split.is_some(),
+                "{p}-api.yaml {}.{}: onceMax without split",
+                call.call,
+                param.name
+            );
             param.regex = param.pattern.as_ref().map(|s| {
                 Regex::new(&format!("^(?:{s})$")).unwrap_or_else(|e| {
                     panic!("{p}-api.yaml {}.{}: pattern: {e}", call.call, param.name)
