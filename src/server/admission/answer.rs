@@ -65,3 +65,44 @@ pub(super) fn allowed(uid: String) -> AdmissionResponse {
     response.result = Default::default();
     response
 }
+
+/// The decision line's `rules`: the same text as `{:?}` of the list (`["a", "b"]`), written
+/// without the per-character escaping Debug does (10,000 instructions a denial); an id that
+/// would need escaping takes Debug's path.
+pub(super) struct RuleIds<'a>(pub(super) &'a [&'static str]);
+
+impl std::fmt::Display for RuleIds<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("[")?;
+        for (i, id) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(", ")?;
+            }
+            if id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+                f.write_str("\"")?;
+                f.write_str(id)?;
+                f.write_str("\"")?;
+            } else {
+                write!(f, "{id:?}")?;
+            }
+        }
+        f.write_str("]")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RuleIds;
+
+    #[test]
+    fn rule_ids_read_as_the_lists_debug_text() {
+        for ids in [
+            &[][..],
+            &["lb-id-immutable"][..],
+            &["lb-id-immutable", "enum-values", "unknown-annotation"][..],
+            &["odd \"id\"\n", "é"][..],
+        ] {
+            assert_eq!(RuleIds(ids).to_string(), format!("{ids:?}"));
+        }
+    }
+}

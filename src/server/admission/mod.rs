@@ -185,7 +185,7 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
                     operation = answer.operation,
                     dry_run = answer.dry_run,
                     verdict,
-                    rules = ?answer.rules,
+                    rules = %answer::RuleIds(&answer.rules),
                     latency_us = elapsed.as_micros() as u64,
                     "admission decision"
                 )
