@@ -42,15 +42,29 @@ fn service(prefix: &str, case: &Value, part: &Value) -> Value {
     })
 }
 
-/// The `sources` of the provider's data files (src/providers/data/), by name.
-fn sources(root: &str, provider: &str) -> Map<String, Value> {
-    let mut all = Map::new();
+/// The `sources` of the provider's data files (src/providers/data/), by name, and the ones
+/// its API rows (`{provider}-api.yaml`'s calls) name.
+fn sources(root: &str, provider: &str) -> (Map<String, Value>, BTreeSet<String>) {
+    fn named(v: &Value, into: &mut BTreeSet<String>) {
+        match v {
+            Value::Object(m) => {
+                into.extend(m.get("source").and_then(Value::as_str).map(String::from));
+                m.values().for_each(|v| named(v, into));
+            }
+            Value::Array(a) => a.iter().for_each(|v| named(v, into)),
+            _ => {}
+        }
+    }
+    let (mut all, mut rows) = (Map::new(), BTreeSet::new());
     for file in [format!("{provider}.yaml"), format!("{provider}-api.yaml")] {
         let text = std::fs::read_to_string(format!("{root}/src/providers/data/{file}")).unwrap();
         let doc: Value = lbguard::yaml::from_str(&text).unwrap();
         all.extend(doc["sources"].as_object().cloned().unwrap_or_default());
+        if file.ends_with("-api.yaml") {
+            named(&doc["calls"], &mut rows);
+        }
     }
-    all
+    (all, rows)
 }
 
 /// Runs every case of tests/fixtures/`dir`/cases.yaml (at least `min`) with the file's
@@ -67,7 +81,18 @@ fn check(dir: &str, min: usize) {
         doc["provider"].as_str().unwrap(),
         doc["prefix"].as_str().unwrap(),
     );
-    let sources = sources(root, provider);
+    let (sources, rows) = sources(root, provider);
+    // A file whose cases name sources covers every source the API rows name.
+    let named: BTreeSet<String> = cases
+        .iter()
+        .filter_map(|c| c["source"].as_str())
+        .map(String::from)
+        .collect();
+    let missing: Vec<_> = rows.difference(&named).collect();
+    assert!(
+        named.is_empty() || missing.is_empty(),
+        "{path}: no case for the rows of {missing:?}"
+    );
     let tmp = tempfile::tempdir().unwrap();
     let config = tmp.path().join("config.yaml");
     let mut settings = json!({"provider": provider});
