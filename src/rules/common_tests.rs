@@ -485,7 +485,7 @@ fn fewest_edits_by_letters_is_at_most_the_distance() {
                 fewest_edits(letters(a), letters(b)) as usize <= d,
                 "{a} / {b}: {d} edits"
             );
-            let counts = |s: &str| crate::rules::unknown::letter_counts(s);
+            let counts = |s: &str| crate::vocab::annotations::letter_counts(s);
             assert!(
                 crate::rules::unknown::fewest_edits_by_count(
                     &counts(a),

@@ -1,7 +1,7 @@
 //! `unknown-annotation`: a key under a provider's prefix that its controller does not read,
 //! with the known key it most likely misspells.
 
-use crate::vocab::annotations::{fewest_edits, letter, letters};
+use crate::vocab::annotations::{fewest_edits, letter_counts, letters};
 use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 
@@ -22,13 +22,13 @@ fn closest(key: &str, cat: &Catalog) -> Option<String> {
     let counts = (!prefixed).then(|| letter_counts(&lower));
     cat.table()
         .with_letters()
-        .filter(|(e, theirs)| {
+        .filter(|(e, theirs, _)| {
             e.instead.is_none() && fewest_edits(mine, theirs | prefix) as usize <= TYPO
         })
-        .filter_map(|(e, theirs)| {
+        .filter_map(|(e, theirs, their_counts)| {
             let name = e.name.as_str();
             if let Some(counts) = &counts
-                && fewest_edits_by_count(counts, &letter_counts(name), mine | theirs) > TYPO
+                && fewest_edits_by_count(counts, their_counts, mine | theirs) > TYPO
             {
                 return None;
             }
@@ -43,16 +43,6 @@ fn closest(key: &str, cat: &Catalog) -> Option<String> {
         })
         .min_by_key(|(d, _)| *d)
         .map(|(_, name)| cat.key(name))
-}
-
-/// How many characters of each `letter` class `s` has (at most 255 counted).
-pub(super) fn letter_counts(s: &str) -> [u8; 64] {
-    let mut counts = [0u8; 64];
-    for c in s.chars() {
-        let i = letter(c) as usize;
-        counts[i] = counts[i].saturating_add(1);
-    }
-    counts
 }
 
 /// The fewest edits between two strings with these `letter_counts`, over the classes in

@@ -404,9 +404,9 @@ pub struct Table {
     /// Name to position in `annotations`, built by `indexed`.
     #[serde(skip)]
     index: HashMap<String, usize>,
-    /// Each entry's `letters` of its lower-cased name, built by `indexed`.
+    /// Each entry's `letters` and `letter_counts` of its name, built by `indexed`.
     #[serde(skip)]
-    letters: Vec<u64>,
+    letters: Vec<(u64, [u8; 64])>,
 }
 
 /// The set of characters in `s`, ASCII letters lower-cased, as bits: a-z, 0-9, `-`, `.`,
@@ -429,6 +429,16 @@ pub fn letter(c: char) -> u32 {
     }
 }
 
+/// How many characters of each `letter` class `s` has (at most 255 counted).
+pub fn letter_counts(s: &str) -> [u8; 64] {
+    let mut counts = [0u8; 64];
+    for c in s.chars() {
+        let i = letter(c) as usize;
+        counts[i] = counts[i].saturating_add(1);
+    }
+    counts
+}
+
 /// The fewest edits between two strings with these `letters`.
 pub fn fewest_edits(a: u64, b: u64) -> u32 {
     (a & !b).count_ones().max((b & !a).count_ones())
@@ -440,14 +450,19 @@ impl Table {
         self.index = (self.annotations.iter().enumerate())
             .map(|(i, e)| (e.name.clone(), i))
             .collect();
-        self.letters = self.annotations.iter().map(|e| letters(&e.name)).collect();
+        self.letters = (self.annotations.iter())
+            .map(|e| (letters(&e.name), letter_counts(&e.name)))
+            .collect();
         self
     }
 
-    /// The entries with the `letters` of their names (`unknown-annotation`'s suggestion
-    /// passes over the names too many edits away without comparing them).
-    pub fn with_letters(&self) -> impl Iterator<Item = (&Entry, u64)> {
-        self.annotations.iter().zip(self.letters.iter().copied())
+    /// The entries with the `letters` and `letter_counts` of their names
+    /// (`unknown-annotation`'s suggestion passes over the names too many edits away without
+    /// comparing them).
+    pub fn with_letters(&self) -> impl Iterator<Item = (&Entry, u64, &[u8; 64])> {
+        (self.annotations.iter())
+            .zip(&self.letters)
+            .map(|(e, (bits, counts))| (e, *bits, counts))
     }
 
     /// An entry's position in `annotations`.

@@ -32,11 +32,14 @@ use crate::vocab::provider::Provider;
 /// The API row the controller's spec is held to (CreateLoadBalancer and
 /// ModifyLoadBalancerInstanceSpec `LoadBalancerSpec`).
 fn spec_row() -> Option<&'static Param> {
-    table(Provider::Alibaba)?
-        .calls
-        .iter()
-        .flat_map(|c| &c.params)
-        .find(|p| p.name == "LoadBalancerSpec" && p.from == "spec")
+    static ROW: std::sync::OnceLock<Option<&'static Param>> = std::sync::OnceLock::new();
+    *ROW.get_or_init(|| {
+        table(Provider::Alibaba)?
+            .calls
+            .iter()
+            .flat_map(|c| &c.params)
+            .find(|p| p.name == "LoadBalancerSpec" && p.from == "spec")
+    })
 }
 
 /// `rows`: where the API rows' findings (`providers::api::check`) start in `out`.
