@@ -72,7 +72,7 @@ fn volcengine_acl_message() {
     assert!(
         msg.contains("volcengine-loadbalancer-acl-status: \"on\" needs service.beta.kubernetes.io/volcengine-loadbalancer-acl-id")
             && msg.contains("without AclIds")
-            && msg.contains("Access-control-list-01")
+            && msg.contains("(CLB access control; CLB API CreateListener, ModifyListenerAttributes AclStatus, AclIds)")
             && msg.contains("or remove service.beta.kubernetes.io/volcengine-loadbalancer-acl-status"),
         "{msg}"
     );

@@ -2,7 +2,7 @@
 //! every limit holds at its ends and fails one past them.
 
 use super::check;
-use super::model::{Call, Param, table};
+use super::model::{Call, Param, Source, table};
 use crate::providers::catalog;
 use crate::vocab::provider::Provider;
 
@@ -15,6 +15,39 @@ fn rows() -> impl Iterator<Item = (Provider, &'static Call, &'static Param)> {
                 .iter()
                 .flat_map(move |c| c.params.iter().map(move |r| (p, c, r)))
         })
+}
+
+/// Messages cite a source by its title: a source text longer than this needs one.
+const LONG_SOURCE: usize = 160;
+/// The longest title.
+const TITLE_MAX: usize = 100;
+
+/// Every long source has a short title for messages, and the whole text stays in the data.
+#[test]
+fn long_sources_have_short_titles() {
+    for p in Provider::ALL {
+        let Some(t) = table(p) else { continue };
+        for (key, s) in &t.sources {
+            match s {
+                Source::Text(text) => assert!(
+                    text.chars().count() <= LONG_SOURCE,
+                    "{p} source {key}: {} characters, longer than {LONG_SOURCE}: give it a title ({{title, text}})",
+                    text.chars().count()
+                ),
+                Source::Titled(s) => {
+                    let n = s.title.chars().count();
+                    assert!(
+                        n > 0 && n <= TITLE_MAX,
+                        "{p} source {key}: its title has {n} characters (at most {TITLE_MAX})"
+                    );
+                    assert!(
+                        n < s.text.chars().count(),
+                        "{p} source {key}: its title is not shorter than its text"
+                    );
+                }
+            }
+        }
+    }
 }
 
 #[test]

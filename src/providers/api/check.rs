@@ -449,8 +449,12 @@ fn on_ports(ports: Option<&[i32]>, listeners: &[Listener]) -> String {
     format!(" for the listeners of ports {}", named.join(", "))
 }
 
+/// A source as messages cite it: its title (the whole text stays in the data).
 fn source<'t>(table: &'t ApiTable, key: &'t String) -> &'t str {
-    table.sources.get(key).map_or(key.as_str(), String::as_str)
+    table
+        .sources
+        .get(key)
+        .map_or(key.as_str(), super::model::Source::title)
 }
 
 /// The annotation table's own format, checked under the same rule, already refuses the value

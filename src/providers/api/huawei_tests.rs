@@ -272,14 +272,14 @@ fn listener_need_rows(#[case] pairs: &[(&str, &str)], #[case] want: Expect) {
 }
 
 /// A need is one finding per missing annotation or condition, on `if`'s annotation, naming
-/// what is missing, with the row's source; the exported policy says the same.
+/// what is missing, with the row's source (its title); the exported policy says the same.
 #[rstest]
-#[case::acl(&[("acl-id", "ipg-1"), ("acl-type", "white")], "kubernetes.io/elb.acl-id", "needs kubernetes.io/elb.acl-status:", "Table 11")]
-#[case::tls(&[("protocol-port", "tls:80"), ("cert-id", " ")], "kubernetes.io/elb.protocol-port", "\"tls:80\" needs kubernetes.io/elb.cert-id:", "该字段必传")]
-#[case::client_timeout(&[("client_timeout", "60"), ("protocol-port", "tcp:80")], "kubernetes.io/elb.client_timeout", "\"60\" needs kubernetes.io/elb.protocol-port with an http or https entry:", "Only HTTP and HTTPS are supported")]
-#[case::member_timeout(&[("member_timeout", "60")], "kubernetes.io/elb.member_timeout", "needs kubernetes.io/elb.protocol-port with an http or https entry:", "仅协议为HTTP/HTTPS的监听器支持该字段")]
-#[case::client_ca(&[("client-ca-cert-id", "ca-1"), ("protocol-port", "http:80")], "kubernetes.io/elb.client-ca-cert-id", "needs kubernetes.io/elb.protocol-port with an https or tls entry:", "仅TLS和HTTPS协议监听器支持该字段")]
-#[case::sni(&[("tls-certificate-ids", "c-2")], "kubernetes.io/elb.tls-certificate-ids", "needs kubernetes.io/elb.protocol-port with an https or tls entry:", "HTTPS must be enabled")]
+#[case::acl(&[("acl-id", "ipg-1"), ("acl-type", "white")], "kubernetes.io/elb.acl-id", "needs kubernetes.io/elb.acl-status:", "(CCE's access control table; ELB API v3 CreateListener, UpdateListener ipgroup)")]
+#[case::tls(&[("protocol-port", "tls:80"), ("cert-id", " ")], "kubernetes.io/elb.protocol-port", "\"tls:80\" needs kubernetes.io/elb.cert-id:", "(CCE's HTTP/HTTPS page; ELB API v3 CreateListener default_tls_container_ref)")]
+#[case::client_timeout(&[("client_timeout", "60"), ("protocol-port", "tcp:80")], "kubernetes.io/elb.client_timeout", "\"60\" needs kubernetes.io/elb.protocol-port with an http or https entry:", "(CCE's timeout page; ELB API v3 CreateListener, UpdateListener client_timeout and member_timeout)")]
+#[case::member_timeout(&[("member_timeout", "60")], "kubernetes.io/elb.member_timeout", "needs kubernetes.io/elb.protocol-port with an http or https entry:", "CCE's timeout page")]
+#[case::client_ca(&[("client-ca-cert-id", "ca-1"), ("protocol-port", "http:80")], "kubernetes.io/elb.client-ca-cert-id", "needs kubernetes.io/elb.protocol-port with an https or tls entry:", "(ELB API v3 CreateListener, UpdateListener client_ca_tls_container_ref; CCE's HTTP/HTTPS page)")]
+#[case::sni(&[("tls-certificate-ids", "c-2")], "kubernetes.io/elb.tls-certificate-ids", "needs kubernetes.io/elb.protocol-port with an https or tls entry:", "(CCE's annotation table and HTTP/HTTPS page: elb.tls-certificate-ids as sni_container_refs)")]
 fn a_need_names_its_field_and_source(
     #[case] pairs: &[(&str, &str)],
     #[case] key: &str,
@@ -348,14 +348,14 @@ fn port_21_on_the_elb_cce_creates(#[case] class: Option<&str>, #[case] want: Exp
 }
 
 /// An exclusion is one finding on the `if` annotation, naming the other one, with the row's
-/// source, as the Rust checks it replaced did.
+/// source (its title), as the Rust checks it replaced did.
 #[rstest]
 #[case::health(&[("health-check-option", OPTION), ("health-check-options", OPTIONS)], "kubernetes.io/elb.health-check-options", "cannot go with kubernetes.io/elb.health-check-option:", "cce_10_0684")]
 #[case::affinity(&[("session-affinity-mode", "SOURCE_IP"), ("lb-algorithm", "SOURCE_IP")], "kubernetes.io/elb.session-affinity-mode", "cannot go with kubernetes.io/elb.lb-algorithm: \"SOURCE_IP\":", "sticky session cannot be enabled")]
-#[case::tci_dedicated(&[("class", "performance"), ("transparent-client-ip", "false")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.class: \"performance\":", "独享型负载均衡器所有协议的监听器只支持设置为true")]
+#[case::tci_dedicated(&[("class", "performance"), ("transparent-client-ip", "false")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.class: \"performance\":", "; ELB API v3 CreateListener, UpdateListener transparent_client_ip_enable; CCE's client IP pages)")]
 #[case::tci_dedicated_http(&[("class", "performance"), ("transparent-client-ip", "false"), ("protocol-port", "http:80")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.class: \"performance\":", "transparent_client_ip_enable")]
-#[case::tci_http(&[("transparent-client-ip", "false"), ("protocol-port", "http:80")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.protocol-port with an http or https entry:", "共享型LB的HTTP/HTTPS监听器只支持设置为true")]
-#[case::port_21(&[("class", "union"), ("protocol-port", "tcp:80,https:21"), ("cert-id", "c-1")], "kubernetes.io/elb.protocol-port", "kubernetes.io/elb.protocol-port with an http or https entry on port 21 cannot go with kubernetes.io/elb.class: \"union\":", "不支持设置21端口")]
+#[case::tci_http(&[("transparent-client-ip", "false"), ("protocol-port", "http:80")], "kubernetes.io/elb.transparent-client-ip", "cannot go with kubernetes.io/elb.protocol-port with an http or https entry:", "HTTP and HTTPS listeners take only true")]
+#[case::port_21(&[("class", "union"), ("protocol-port", "tcp:80,https:21"), ("cert-id", "c-1")], "kubernetes.io/elb.protocol-port", "kubernetes.io/elb.protocol-port with an http or https entry on port 21 cannot go with kubernetes.io/elb.class: \"union\":", "; ELB API v3 CreateListener, UpdateListener protocol_port)")]
 fn an_exclusion_names_its_field_and_source(
     #[case] pairs: &[(&str, &str)],
     #[case] key: &str,

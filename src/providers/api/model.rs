@@ -18,7 +18,7 @@ pub struct ApiTable {
     /// The controller commit that `code` lines are under.
     pub code_base: Option<String>,
     /// Source key -> the API reference page, SDK model or controller file.
-    pub sources: BTreeMap<String, String>,
+    pub sources: BTreeMap<String, Source>,
     /// A value of only white space reads as unset in `when`, `required` and `together`
     /// (Volcengine: its controller's docs say an empty value is unset).
     #[serde(default)]
@@ -30,6 +30,34 @@ pub struct ApiTable {
     #[serde(default)]
     pub listeners: Reading,
     pub calls: Vec<Call>,
+}
+
+/// One entry of a table's `sources`: its whole text (the pages, tables, API calls and SDK
+/// models, with their lines), or `{title, text}` when the text is too long for a message:
+/// messages then cite the title, and the data keeps the text.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum Source {
+    Text(String),
+    Titled(Titled),
+}
+
+/// A source with a short title for messages.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Titled {
+    pub title: String,
+    pub text: String,
+}
+
+impl Source {
+    /// What messages cite: the title, or the text when it has none.
+    pub fn title(&self) -> &str {
+        match self {
+            Source::Text(t) => t,
+            Source::Titled(t) => &t.title,
+        }
+    }
 }
 
 /// A controller's reading of a Service's listeners (see `check::listeners`).

@@ -138,7 +138,7 @@ fn health_check_message() {
     for part in [
         "volcengine-loadbalancer-healthy-threshold is \"11\": 11 is outside 2 to 10",
         "HealthCheck.HealthyThreshold of CreateListener/ModifyListenerAttributes",
-        "Editing-health-check",
+        "(CLB API 2020-04-01 CreateListener, ModifyListenerAttributes HealthCheck.*)",
     ] {
         assert!(msg.contains(part), "{msg}");
     }
@@ -244,7 +244,7 @@ fn eip_isp(
     expect(&create(s), &cfg(VOLC), RULE, want);
 }
 
-/// The message names the parameter, the lines the API takes and the EIP page.
+/// The message names the parameter, the lines the API takes and the EIP API call.
 #[test]
 fn eip_isp_message() {
     let v = expect(&create(new_clb("isp-type", "bgp")), &cfg(VOLC), RULE, Deny);
@@ -253,7 +253,7 @@ fn eip_isp_message() {
         "volcengine-loadbalancer-isp-type is \"bgp\"",
         "EipBillingConfig.ISP of CreateLoadBalancer",
         "one of BGP, SingleLine_BGP",
-        "docs/6402/71034",
+        "(VPC API 2020-04-01 AllocateEipAddress ISP; CLB CreateLoadBalancer EipBillingConfig.ISP)",
         "write e.g. \"BGP\"",
     ] {
         assert!(msg.contains(part), "{msg}");
