@@ -106,7 +106,9 @@ fn check(dir: &str, min: usize) {
         let source = case["source"].as_str().map(|key| {
             let text = sources.get(key);
             let text = text.unwrap_or_else(|| panic!("{name}: no source {key} for {provider}"));
-            format!("; source {key}: {}", text.as_str().unwrap())
+            // A source is its text, or `{title, text}`.
+            let text = text.as_str().or_else(|| text["text"].as_str()).unwrap();
+            format!("; source {key}: {text}")
         });
         let new = service(prefix, case, case);
         let file = tmp.path().join(format!("{name}.yaml"));

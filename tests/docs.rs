@@ -315,6 +315,7 @@ const EXTERNAL: &[&str] = &[
     "--against",
     "--body",
     "--instructions",
+    "--cpu",
 ];
 
 #[test]

@@ -79,6 +79,13 @@ pub fn sources(provider: Option<crate::vocab::provider::Provider>) -> Vec<RuleSo
                         rows.push((cat.key(&e.name), table.provenance(e)));
                     }
                 }
+                // The cloud API's rows the rule reports, one entry per source (its annotations
+                // joined by ", ", which no annotation name contains).
+                let api = crate::providers::api::table(*p).map(|t| t.provenance(r.id));
+                for (names, from) in api.into_iter().flatten() {
+                    let keys: Vec<String> = names.iter().map(|n| cat.key(n)).collect();
+                    rows.push((keys.join(", "), from));
+                }
             }
             (r.id, r.source, rows)
         })
@@ -142,8 +149,10 @@ pub fn sources_markdown(provider: Option<crate::vocab::provider::Provider>) -> S
             out.push('\n');
         }
         for (key, from) in rows {
+            let keys: Vec<String> = key.split(", ").map(|k| format!("`{k}`")).collect();
             out.push_str(&format!(
-                "- `{key}`: {}\n",
+                "- {}: {}\n",
+                keys.join(", "),
                 readable(&from.join("; "))
                     .replace('<', "&lt;")
                     .replace('>', "&gt;")
@@ -160,6 +169,34 @@ mod tests {
     use crate::cli::rule_table::{markdown_table, markdown_table_for};
     use crate::vocab::provider::Provider;
     use std::collections::HashSet;
+
+    /// Every source of the API rows is listed whole under the rules that report its rows
+    /// (messages cite only a long one's title).
+    #[test]
+    fn api_sources_are_listed_whole() {
+        for p in Provider::ALL {
+            let Some(table) = crate::providers::api::table(p) else {
+                continue;
+            };
+            let listed: Vec<String> = sources(Some(p))
+                .into_iter()
+                .flat_map(|(_, _, rows)| rows)
+                .flat_map(|(_, from)| from)
+                .collect();
+            let named = table.calls.iter().flat_map(|c| {
+                let params = c.params.iter().filter_map(|p| p.source.as_ref());
+                let together = c.together.iter().filter_map(|t| t.source.as_ref());
+                std::iter::once(&c.source).chain(params).chain(together)
+            });
+            for key in named {
+                let source = &table.sources[key];
+                assert!(
+                    listed.iter().any(|l| l.ends_with(source.text())),
+                    "{p} source {key} is not listed"
+                );
+            }
+        }
+    }
 
     /// Every rule names a source, and every annotation row its sources.
     #[test]

@@ -172,7 +172,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
     for call in &table.calls {
         // Only the calls with rows this rule reports: their conditions are not evaluated
         // for the other rule (each Service is checked by both).
-        if !call.params.iter().any(|p| reports(p, rule))
+        if !call.params.iter().any(|p| p.reported_by(rule))
             && (rule != "dependent-annotations" || call.together.is_empty())
         {
             continue;
@@ -193,7 +193,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 .join("/")
         };
         for param in &call.params {
-            if !reports(param, rule) {
+            if !param.reported_by(rule) {
                 continue;
             }
             let all = |conds: &[Cond]| conds.iter().all(|c| holds(table, cat, svc, c));
@@ -230,7 +230,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                         ))
                     ),
                 ),
-                Some(a) if param.field.is_some() && owns(param, rule) => {
+                Some(a) if param.field.is_some() && param.owned_by(rule) => {
                     let words = super::fields::Words {
                         controller,
                         calls: &calls(),
@@ -248,7 +248,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                         out.push(annotation_field(a.key), m);
                     }
                 }
-                Some(a) if owns(param, rule) => {
+                Some(a) if param.owned_by(rule) => {
                     if let Some(why) = value_error(param, a.value)
                         && !table_refuses(cat.table(), rule, side, &param.from, a.value)
                     {
@@ -396,22 +396,6 @@ fn named(cat: &Catalog, svc: Svc, c: &Cond) -> String {
         Some(a) if !c.one_of.is_empty() => format!("{}: \"{}\"", a.key, a.value),
         Some(a) => a.key.to_string(),
         None => cat.key(&c.annotation),
-    }
-}
-
-/// Whether `rule` reports the row's value limits: its own `rule`, else the provider's value
-/// rule (`annotation-format` on ACK, `annotation-value-format` elsewhere).
-/// Whether `rule` reports anything of this row: its value (`owns`), or, for
-/// `dependent-annotations`, a required parameter left unset.
-fn reports(param: &Param, rule: &str) -> bool {
-    owns(param, rule)
-        || (rule == "dependent-annotations" && param.required && param.field.is_none())
-}
-
-fn owns(param: &Param, rule: &str) -> bool {
-    match &param.rule {
-        Some(r) => r == rule,
-        None => matches!(rule, "annotation-format" | "annotation-value-format"),
     }
 }
 

@@ -8,6 +8,7 @@ pub mod cel;
 mod check;
 mod fields;
 mod model;
+mod provenance;
 
 pub use check::{Listener, cce_listeners, check, listeners, named_nlb};
 pub use model::{ApiTable, Call, Cond, Param, Reading, Side, Together, table};

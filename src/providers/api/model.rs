@@ -319,6 +319,22 @@ impl Need {
 }
 
 impl Param {
+    /// Whether `rule` reports the row's value limits: its own `rule`, else the provider's value
+    /// rule (`annotation-format` on ACK, `annotation-value-format` elsewhere).
+    pub fn owned_by(&self, rule: &str) -> bool {
+        match &self.rule {
+            Some(r) => r == rule,
+            None => matches!(rule, "annotation-format" | "annotation-value-format"),
+        }
+    }
+
+    /// Whether `rule` reports anything of this row: its value (`owned_by`), or, for
+    /// `dependent-annotations`, a required parameter left unset.
+    pub fn reported_by(&self, rule: &str) -> bool {
+        self.owned_by(rule)
+            || (rule == "dependent-annotations" && self.required && self.field.is_none())
+    }
+
     /// Who sets the limit, in messages.
     pub fn by(&self) -> &str {
         self.by.as_deref().unwrap_or("the API")
