@@ -373,17 +373,12 @@ fn together_checks(cat: &Catalog, made: &str, t: &Together) -> Vec<CelCheck> {
         .map(|x| excludes(cat, made, t, x))
         .collect();
     let a = catalog_annotation(cat, &t.when.annotation);
-    // A need: the annotation set, or its condition holding; and its words, as `check`'s.
+    // A need: the annotation set, or its condition holding; and its words (`Need::words`).
     let met = |n: &Need| match n {
         Need::Set(n) => set(cat, n),
         Need::Holds(c) => holds(cat, c),
     };
-    let words = |n: &Need| match n {
-        Need::Holds(c) if !c.entry.is_empty() => {
-            format!("{} with {}", cat.key(&c.annotation), c.entry_words())
-        }
-        _ => cat.key(n.annotation()),
-    };
+    let words = |n: &Need| n.words(cat);
     if t.any && !t.need.is_empty() {
         let none: Vec<String> = t.need.iter().map(|n| format!("!{}", met(n))).collect();
         let names: Vec<String> = t.need.iter().map(words).collect();

@@ -348,7 +348,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             if t.any {
                 // One of them suffices: one finding when none is set.
                 if missing.len() == t.need.len() {
-                    let names: Vec<String> = t.need.iter().map(|n| needed(cat, n)).collect();
+                    let names: Vec<String> = t.need.iter().map(|n| n.words(cat)).collect();
                     let names = names.join(" or ");
                     out.push(
                         annotation_field(a.key),
@@ -361,7 +361,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 continue;
             }
             // One finding per missing annotation: the message depends on nothing else.
-            for n in missing.into_iter().map(|n| needed(cat, n)) {
+            for n in missing.into_iter().map(|n| n.words(cat)) {
                 out.push(
                     annotation_field(a.key),
                     format!(
@@ -371,17 +371,6 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                 );
             }
         }
-    }
-}
-
-/// What a `together` row needs, in a message: the annotation's key, with an `entry`
-/// condition's words ("kubernetes.io/elb.protocol-port with an http or https entry").
-fn needed(cat: &Catalog, n: &Need) -> String {
-    match n {
-        Need::Holds(c) if !c.entry.is_empty() => {
-            format!("{} with {}", cat.key(&c.annotation), c.entry_words())
-        }
-        _ => cat.key(n.annotation()),
     }
 }
 
@@ -470,9 +459,9 @@ pub fn value_error(param: &Param, value: &str) -> Option<String> {
         ));
     }
     if let Some(max) = param.once_max
-        && param.once(&items) > max
+        && let n = param.once(&items)
+        && n > max
     {
-        let n = param.once(&items);
         return Some(if param.once_not.is_empty() {
             format!("{n} entries named once, {} takes at most {max}", param.by())
         } else {

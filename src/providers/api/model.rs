@@ -316,6 +316,18 @@ impl Need {
             Need::Holds(c) => &c.annotation,
         }
     }
+
+    /// In a message (the webhook's and the exported policy's): the annotation's key, with an
+    /// `entry` condition's words ("kubernetes.io/elb.protocol-port with an http or https
+    /// entry").
+    pub fn words(&self, cat: &crate::vocab::catalog::Catalog) -> String {
+        match self {
+            Need::Holds(c) if !c.entry.is_empty() => {
+                format!("{} with {}", cat.key(&c.annotation), c.entry_words())
+            }
+            _ => cat.key(self.annotation()),
+        }
+    }
 }
 
 impl Param {
