@@ -316,6 +316,7 @@ const EXTERNAL: &[&str] = &[
     "--body",
     "--instructions",
     "--cpu",
+    "--pin",
 ];
 
 #[test]
