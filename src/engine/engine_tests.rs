@@ -297,6 +297,32 @@ fn updates_ratchet_on_problems_the_live_object_already_had() {
 }
 
 #[test]
+fn the_webhooks_ratchet_lends_the_live_object_and_gives_it_back() {
+    let bad = lb()
+        .pa(Alibaba, "address-type", "public")
+        .finalizer("service.k8s.alibaba/resources");
+    let config = cfg("");
+    let versions = Versions::from_config(&config);
+    for input in [
+        update(bad.clone(), bad.clone().label("tier", "web")),
+        update(lb().pa(Alibaba, "address-type", "intranet"), bad.clone()),
+    ] {
+        let lent = input.clone();
+        let mut owned = input.clone();
+        let by_ref = evaluate(&input, &config, &versions, &EmptyCluster, &EmptyInventory);
+        let by_value = evaluate_owned(
+            &mut owned,
+            &config,
+            &versions,
+            &EmptyCluster,
+            &EmptyInventory,
+        );
+        assert_eq!(format!("{by_ref:?}"), format!("{by_value:?}"));
+        assert_eq!(format!("{owned:?}"), format!("{lent:?}"));
+    }
+}
+
+#[test]
 fn unknown_rule_and_bad_version_are_both_listed() {
     let e = crate::engine::parse_config(
         "rules:\n  no-such-rule: deny\ncluster:\n  version: banana\n",

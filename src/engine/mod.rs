@@ -23,6 +23,7 @@ use crate::vocab::action::Action;
 use crate::vocab::config::{Config, ConfigError};
 use crate::vocab::provider::Provider;
 use crate::vocab::rule::{Check, Gate, Rule};
+use k8s_openapi::api::core::v1::Service;
 
 /// Parses a config and checks everything, rule ids included, listing every problem.
 pub fn parse_config(text: &str, path: &str) -> Result<Config, ConfigError> {
@@ -102,23 +103,75 @@ pub fn evaluate(
     cluster: &dyn ClusterView,
     inventory: &dyn Inventory,
 ) -> Verdict {
-    let mut verdict = evaluate_once(input, config, versions, cluster, inventory, None);
-    let old_lb = input.old_object.as_ref().filter(|o| Svc::new(o).is_lb());
-    if input.operation != Operation::Update || verdict.allowed() {
+    let verdict = evaluate_once(input, config, versions, cluster, inventory, None);
+    match ratchet_needed(input, &verdict) {
+        Some(old) => ratchet(
+            verdict,
+            &live_as_create(input, old.clone(), input.user.clone()),
+            config,
+            versions,
+            cluster,
+            inventory,
+        ),
+        None => verdict,
+    }
+}
+
+/// `evaluate` for a caller that owns the input (the webhook): the ratchet borrows the live
+/// object and the user for its second look instead of copying them, and hands them back.
+pub fn evaluate_owned(
+    input: &mut Input,
+    config: &Config,
+    versions: &Versions,
+    cluster: &dyn ClusterView,
+    inventory: &dyn Inventory,
+) -> Verdict {
+    let verdict = evaluate_once(input, config, versions, cluster, inventory, None);
+    if ratchet_needed(input, &verdict).is_none() {
         return verdict;
     }
-    let Some(old) = old_lb else { return verdict };
-    let Ok(mut before) = Input::new(
-        Operation::Create,
-        Some(old.clone()),
-        None,
-        input.user.clone(),
-    ) else {
+    let (Some(old), user) = (input.old_object.take(), std::mem::take(&mut input.user)) else {
         return verdict;
     };
-    before.namespace.clone_from(&input.namespace);
-    before.name.clone_from(&input.name);
-    before.uid.clone_from(&input.uid);
+    let mut before = live_as_create(input, old, user);
+    let verdict = ratchet(verdict, &before, config, versions, cluster, inventory);
+    input.old_object = before.object.take();
+    input.user = before.user;
+    verdict
+}
+
+/// The live object when an update's denials may be old ones: a denied UPDATE of a
+/// LoadBalancer Service.
+fn ratchet_needed<'i>(input: &'i Input, verdict: &Verdict) -> Option<&'i Service> {
+    if input.operation != Operation::Update || verdict.allowed() {
+        return None;
+    }
+    input.old_object.as_ref().filter(|o| Svc::new(o).is_lb())
+}
+
+/// The live object as a CREATE of this request's Service.
+fn live_as_create(input: &Input, old: Service, user: UserInfo) -> Input {
+    Input {
+        operation: Operation::Create,
+        namespace: input.namespace.clone(),
+        name: input.name.clone(),
+        uid: input.uid.clone(),
+        object: Some(old),
+        old_object: None,
+        user,
+        dry_run: false,
+    }
+}
+
+/// Denials the live object (`before`) already had become warnings.
+fn ratchet(
+    mut verdict: Verdict,
+    before: &Input,
+    config: &Config,
+    versions: &Versions,
+    cluster: &dyn ClusterView,
+    inventory: &dyn Inventory,
+) -> Verdict {
     // Only the denying rules are asked again of the live object, unless a denial is the
     // report of an unknown load balancer: its message names every rule that could not decide.
     let denying: Vec<&'static str> = verdict
@@ -132,7 +185,7 @@ pub fn evaluate(
         .iter()
         .any(|v| v.action == Action::Deny && v.inventory);
     let only = (!all).then_some(denying.as_slice());
-    let already = evaluate_once(&before, config, versions, cluster, inventory, only);
+    let already = evaluate_once(before, config, versions, cluster, inventory, only);
     for v in verdict
         .violations
         .iter_mut()

@@ -3,7 +3,7 @@
 
 use super::answer::{Answer, Endpoint, Reject, allowed, refuse};
 use super::decode::{RawUser, read_request, read_service_review, service};
-use crate::engine::{Input, Operation, UserInfo, Verdict, Violation, evaluate, mutate};
+use crate::engine::{Input, Operation, UserInfo, Verdict, Violation, evaluate_owned, mutate};
 use crate::rules::Action;
 use crate::server::state::AppState;
 
@@ -246,7 +246,7 @@ pub(super) fn decide(
     prepared: Prepared,
     view: Option<&crate::cloud::View>,
 ) -> Result<Answer, Reject> {
-    let Prepared { uid, input } = prepared;
+    let Prepared { uid, mut input } = prepared;
     let mut response = allowed(uid.clone());
     let config = &app.config;
     // The cloud's view was made with the file's snapshot: the same one, read once.
@@ -263,8 +263,8 @@ pub(super) fn decide(
     let mut claims = Vec::new();
     match endpoint {
         Endpoint::Validate => {
-            let mut verdict = evaluate(
-                &input,
+            let mut verdict = evaluate_owned(
+                &mut input,
                 config,
                 &app.versions.load(),
                 &*app.cluster,
