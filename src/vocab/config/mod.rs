@@ -360,7 +360,7 @@ impl Default for DeletionProtection {
 #[serde(default, deny_unknown_fields, rename_all = "camelCase")]
 pub struct Defaults {
     pub enabled: bool,
-    /// Volcengine `-weight` injected when `-id` is set without a weight.
+    /// Volcengine `-weight` injected when `-server-group-id` is set without a weight.
     pub volcengine_weight: Option<u8>,
     /// Huawei `kubernetes.io/elb.class` injected when an ELB is given without a class.
     pub huawei_elb_class: Option<String>,
