@@ -130,9 +130,10 @@ pub fn evaluate_owned(
     if ratchet_needed(input, &verdict).is_none() {
         return verdict;
     }
-    let (Some(old), user) = (input.old_object.take(), std::mem::take(&mut input.user)) else {
+    let Some(old) = input.old_object.take() else {
         return verdict;
     };
+    let user = std::mem::take(&mut input.user);
     let mut before = live_as_create(input, old, user);
     let verdict = ratchet(verdict, &before, config, versions, cluster, inventory);
     input.old_object = before.object.take();
