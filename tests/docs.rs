@@ -317,6 +317,7 @@ const EXTERNAL: &[&str] = &[
     "--instructions",
     "--cpu",
     "--pin",
+    "--hot-functions",
 ];
 
 #[test]
