@@ -3,10 +3,10 @@
 //! --hot-functions`). Spread over the whole binary they miss the CPU's caches; together the
 //! same code answered 6-8% faster (BENCHMARKS.md, #41's eighth pass).
 //!
-//! The list names symbols with their hashes, which depend on the toolchain, Cargo.lock, the
-//! features and the release profile: an image built the way the list was (`cargo build
-//! --release --bin lbguard`, stripped afterwards) matches it. Names lld does not find are
-//! skipped, so a stale list costs speed, never a build.
+//! The list names the symbols of the Dockerfile's build stage, whose hashes depend on the
+//! toolchain, Cargo.lock, the features and the release profile, and ThinLTO's `.llvm.` names
+//! on the paths it builds at too: `cargo build --release --bin lbguard` elsewhere matches all
+//! but those. Names lld does not find are skipped, so a stale list costs speed, never a build.
 
 use std::env;
 use std::path::Path;

@@ -63,6 +63,50 @@ pub async fn as_built(node: &mut Node) {
     assert!(count > 50, "{count} CA certificates");
 }
 
+/// The Dockerfile's build hands lld link/hot-functions.txt (build.rs): the functions it names
+/// that the binary has sit in the list's order. Checked on the build stage, whose binary keeps
+/// its symbols (podman has its layers from building the image). A list gone stale with code
+/// edits finds fewer names; a build that ignores it leaves them in the compiler's order.
+pub async fn hot_functions_ordered(node: &mut Node) {
+    let stage = "localhost/lbguard/build:node-test";
+    node.ok(&format!(
+        "podman build --quiet --target build -t {stage} . >/dev/null"
+    ));
+    let nm = node.ok(&format!(
+        "podman run --rm --entrypoint nm {stage} target/release/lbguard; podman rmi {stage} >/dev/null"
+    ));
+    let address: std::collections::HashMap<&str, u64> = nm
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split_whitespace();
+            let (a, _, name) = (f.next()?, f.next()?, f.next()?);
+            Some((name, u64::from_str_radix(a, 16).ok()?))
+        })
+        .collect();
+    let list = std::fs::read_to_string(format!("{ROOT}/link/hot-functions.txt")).unwrap();
+    let names: Vec<&str> = list.lines().filter(|l| !l.is_empty()).collect();
+    let found: Vec<u64> = names
+        .iter()
+        .filter_map(|n| address.get(n).copied())
+        .collect();
+    println!("  hot functions: {} of {} found", found.len(), names.len());
+    assert!(
+        found.len() * 2 >= names.len(),
+        "only {} of the {} functions link/hot-functions.txt names are in the image's build: \
+         regenerate it (scripts/bench-http --hot-functions link/hot-functions.txt)",
+        found.len(),
+        names.len()
+    );
+    let pairs = found.len().saturating_sub(1);
+    let ascending = found.windows(2).filter(|w| w[0] < w[1]).count();
+    println!("  in order: {ascending} of {pairs} neighbouring pairs");
+    assert!(
+        ascending * 100 >= pairs * 95,
+        "{ascending} of {pairs} neighbouring hot functions are in the list's order: the image's \
+         build did not hand lld link/hot-functions.txt"
+    );
+}
+
 /// Run by hand with podman as the install page shows: the key must be readable by the image's
 /// user, `serve` needs a cluster, `serve --standalone` serves without one, and SIGTERM stops
 /// it cleanly.

@@ -112,6 +112,7 @@ fn path() -> String {
 fn cases() -> Vec<(&'static str, crate::runner::Case<Node>)> {
     crate::runner::cases![
         "image_as_built" => image::as_built,
+        "image_hot_functions_in_order" => image::hot_functions_ordered,
         "image_run_by_hand" => image::by_hand,
         "image_as_the_cli" => image::as_cli,
         "chart_with_a_secret_certificate" => chart::secret_mode,
