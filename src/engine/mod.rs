@@ -304,7 +304,8 @@ fn evaluate_once(
                 } else {
                     action
                 },
-                message: format!("[{}] {}", f.rule, f.message),
+                // One allocation of the exact size: `format!` grew it a few times per finding.
+                message: ["[", f.rule, "] ", &f.message].concat(),
                 field: f.field,
                 inventory: f.inventory,
                 peer: f.peer,

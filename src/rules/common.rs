@@ -266,23 +266,24 @@ fn in_cluster_access_advice(ctx: &Ctx, cat: &'static Catalog, out: &mut Findings
     if new.traffic_policy() != Some("Local") {
         return;
     }
-    let (ok, fix) = match cat.provider {
+    // The fix is worded only when it is needed: most Services are fine.
+    let (ok, fix): (bool, fn(&Catalog) -> String) = match cat.provider {
         Provider::Ctyun => (
             cat.get(new, "ip-mode").is_some_and(|a| a.value == "proxy"),
-            format!("add {}: \"proxy\" (Kubernetes 1.30+)", cat.key("ip-mode")),
+            |cat| format!("add {}: \"proxy\" (Kubernetes 1.30+)", cat.key("ip-mode")),
         ),
-        Provider::Alibaba => (
-            cat.get(new, "hostname").is_some(),
-            format!("add {} and use that name", cat.key("hostname")),
-        ),
+        Provider::Alibaba => (cat.get(new, "hostname").is_some(), |cat| {
+            format!("add {} and use that name", cat.key("hostname"))
+        }),
         Provider::Huawei => (
             cat.get(new, "pass-through")
                 .is_some_and(|a| a.value == "true"),
-            format!("add {}: \"true\"", cat.key("pass-through")),
+            |cat| format!("add {}: \"true\"", cat.key("pass-through")),
         ),
         Provider::Volcengine => return,
     };
     if !ok {
+        let fix = fix(cat);
         out.push(
             "spec.externalTrafficPolicy",
             format!("spec.externalTrafficPolicy is \"Local\": clients inside the cluster that use the load balancer IP bypass the load balancer and fail on nodes without a backend pod; use the ClusterIP/DNS name inside the cluster, or {fix}"),
@@ -294,15 +295,24 @@ fn one_of(cat: &Catalog, svc: Svc, suffix: &str, allowed: &[&str], out: &mut Fin
     if let Some(a) = cat.get(svc, suffix)
         && !allowed.contains(&a.value)
     {
-        let list: Vec<String> = allowed.iter().map(|v| format!("\"{v}\"")).collect();
+        let mut list = String::new();
+        for v in allowed {
+            if !list.is_empty() {
+                list.push_str(" or ");
+            }
+            list.extend(["\"", v, "\""]);
+        }
         out.push(
             annotation_field(a.key),
-            format!(
-                "{} is \"{}\"; allowed: {} (exact, lower case)",
+            [
                 a.key,
+                " is \"",
                 a.value,
-                list.join(" or ")
-            ),
+                "\"; allowed: ",
+                &list,
+                " (exact, lower case)",
+            ]
+            .concat(),
         );
     }
 }

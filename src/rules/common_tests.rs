@@ -497,3 +497,68 @@ fn fewest_edits_by_letters_is_at_most_the_distance() {
         }
     }
 }
+
+/// The suggestion's length test counts a name's bytes as its characters.
+#[test]
+fn every_catalog_name_is_ascii() {
+    for p in crate::vocab::provider::Provider::ALL {
+        for name in crate::providers::data::table(p).names() {
+            assert!(name.is_ascii(), "{p:?}: {name}");
+        }
+    }
+}
+
+/// The suggestion's shortcuts pass over no name a full search would pick: for misspellings
+/// of every catalog name (a character dropped, doubled, changed, two swapped, at the start,
+/// middle and end; the case changed; under the prefix or another), the same name as the
+/// nearest within `TYPO` edits by plain Levenshtein, first in the table's order on a tie.
+#[test]
+fn the_suggestion_is_the_nearest_name_by_a_full_search() {
+    use crate::rules::unknown::{TYPO, closest};
+    let mut checked = 0;
+    for p in crate::vocab::provider::Provider::ALL {
+        let cat = crate::providers::catalog(p);
+        let full = |key: &str| {
+            // Under the catalog's prefix only the names differ (a shared prefix changes no
+            // distance); under another, the whole keys are compared.
+            let lower = key.to_ascii_lowercase();
+            let (lower, theirs): (&str, fn(&str) -> String) = match lower.strip_prefix(cat.prefix) {
+                Some(rest) if key.starts_with(cat.prefix) => (rest, |n| n.to_ascii_lowercase()),
+                _ => (lower.as_str(), |_| String::new()),
+            };
+            cat.table()
+                .with_letters()
+                .filter(|(e, _, _)| e.instead.is_none())
+                .map(|(e, _, _)| {
+                    let other = match theirs(&e.name) {
+                        n if n.is_empty() => cat.key(&e.name).to_ascii_lowercase(),
+                        n => n,
+                    };
+                    (strsim::levenshtein(lower, &other), e.name.as_str())
+                })
+                .filter(|(d, _)| *d <= TYPO)
+                .min_by_key(|(d, _)| *d)
+                .map(|(_, name)| cat.key(name))
+        };
+        for name in cat.table().names() {
+            let b = name.as_bytes();
+            let at = |s: &[u8]| String::from_utf8(s.to_vec()).unwrap();
+            let mut typos = vec![name.to_ascii_uppercase(), format!("{name}xyz")];
+            for i in [0, b.len() / 2, b.len().saturating_sub(2)] {
+                if i + 1 >= b.len() {
+                    continue;
+                }
+                typos.push(at(&[&b[..i], &b[i + 1..]].concat()));
+                typos.push(at(&[&b[..=i], &b[i..]].concat()));
+                typos.push(at(&[&b[..i], b"q", &b[i + 1..]].concat()));
+                typos.push(at(&[&b[..i], &[b[i + 1], b[i]], &b[i + 2..]].concat()));
+            }
+            let other = format!("x.example.com/{}", typos[typos.len() - 1]);
+            for key in typos.iter().map(|t| cat.key(t)).chain([other]) {
+                assert_eq!(closest(&key, cat), full(&key), "{p:?}: {key}");
+                checked += 1;
+            }
+        }
+    }
+    assert!(checked > 1000, "{checked}");
+}

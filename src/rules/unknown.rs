@@ -6,7 +6,7 @@ use crate::vocab::catalog::{Catalog, annotation_field};
 use crate::vocab::ctx::{Ctx, Findings};
 
 /// Suggests the known key closest to `key`, if one is close enough to be a typo.
-fn closest(key: &str, cat: &Catalog) -> Option<String> {
+pub(super) fn closest(key: &str, cat: &Catalog) -> Option<String> {
     let lower = key.to_ascii_lowercase();
     // Under the current prefix only the suffixes differ (the prefix is lower case), so the
     // names are compared as they are, without building and lowering each full key.
@@ -20,10 +20,16 @@ fn closest(key: &str, cat: &Catalog) -> Option<String> {
     let mine = letters(&lower);
     let prefix = if prefixed { letters(cat.prefix) } else { 0 };
     let counts = (!prefixed).then(|| letter_counts(&lower));
+    // At least one edit per character of difference in length (the table's names are
+    // ASCII, so their bytes are their characters): the cheapest test, so the first.
+    let chars = lower.chars().count();
+    let shared = if prefixed { cat.prefix.len() } else { 0 };
     cat.table()
         .with_letters()
         .filter(|(e, theirs, _)| {
-            e.instead.is_none() && fewest_edits(mine, theirs | prefix) as usize <= TYPO
+            e.instead.is_none()
+                && (shared + e.name.len()).abs_diff(chars) <= TYPO
+                && fewest_edits(mine, theirs | prefix) as usize <= TYPO
         })
         .filter_map(|(e, theirs, their_counts)| {
             let name = e.name.as_str();
@@ -61,7 +67,7 @@ pub(super) fn fewest_edits_by_count(a: &[u8; 64], b: &[u8; 64], classes: u64) ->
 }
 
 /// The most edits a misspelt key is away from the one meant.
-const TYPO: usize = 4;
+pub(super) const TYPO: usize = 4;
 
 /// The Levenshtein distance of `a` and `b` when it is at most `max`. A shared prefix or
 /// suffix changes no distance, and keys share a long one (the provider's prefix), so only
@@ -158,12 +164,14 @@ pub(super) fn unknown_annotation(ctx: &Ctx, cat: &'static Catalog, out: &mut Fin
             );
             continue;
         }
-        let hint = closest(key, cat)
-            .map(|k| format!("; did you mean \"{k}\"?"))
-            .unwrap_or_else(|| "; annotation names are case sensitive, check the spelling in the provider's documentation (or list it under knownAnnotations in the config)".into());
-        out.push(
-            annotation_field(key),
-            format!("{key} is not an annotation the {} cloud controller reads, so it has no effect{hint}", cat.provider),
+        let mut message = format!(
+            "{key} is not an annotation the {} cloud controller reads, so it has no effect",
+            cat.provider
         );
+        match closest(key, cat) {
+            Some(k) => message.extend(["; did you mean \"", &k, "\"?"]),
+            None => message.push_str("; annotation names are case sensitive, check the spelling in the provider's documentation (or list it under knownAnnotations in the config)"),
+        }
+        out.push(annotation_field(key), message);
     }
 }

@@ -7,6 +7,8 @@
 
 use std::fmt::{self, Write};
 
+use super::json_text::write as escaped;
+
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
 use tracing_subscriber::fmt::FmtContext;
@@ -130,34 +132,6 @@ impl<W: Write> Visit for Fields<'_, W> {
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
         self.text(field, format_args!("{value:?}"));
     }
-}
-
-/// `s` as a JSON string, escaped as serde_json escapes it.
-fn escaped(out: &mut impl Write, s: &str) -> fmt::Result {
-    out.write_char('"')?;
-    let mut start = 0;
-    for (i, b) in s.bytes().enumerate() {
-        let short = match b {
-            b'"' => "\\\"",
-            b'\\' => "\\\\",
-            b'\n' => "\\n",
-            b'\r' => "\\r",
-            b'\t' => "\\t",
-            0x08 => "\\b",
-            0x0c => "\\f",
-            0x00..=0x1f => "",
-            _ => continue,
-        };
-        out.write_str(&s[start..i])?;
-        if short.is_empty() {
-            write!(out, "\\u{b:04x}")?;
-        } else {
-            out.write_str(short)?;
-        }
-        start = i + 1;
-    }
-    out.write_str(&s[start..])?;
-    out.write_char('"')
 }
 
 #[cfg(test)]

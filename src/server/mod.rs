@@ -7,6 +7,7 @@ pub mod admission;
 pub mod command;
 pub mod devcert;
 pub mod events;
+pub mod json_text;
 pub mod listen;
 pub mod log_json;
 pub mod log_writer;

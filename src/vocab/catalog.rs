@@ -47,7 +47,7 @@ impl Catalog {
 
     /// The canonical key for an annotation name.
     pub fn key(&self, suffix: &str) -> String {
-        format!("{}{}", self.prefix, suffix)
+        [self.prefix, suffix].concat()
     }
 
     pub fn prefixes(&self) -> impl Iterator<Item = &'static str> {
@@ -92,7 +92,7 @@ pub struct Annot<'a> {
 
 /// Field path of an annotation in messages: `metadata.annotations[key]`.
 pub fn annotation_field(key: &str) -> String {
-    format!("metadata.annotations[{key}]")
+    ["metadata.annotations[", key, "]"].concat()
 }
 
 impl Catalog {

@@ -66,33 +66,30 @@ pub(super) fn allowed(uid: String) -> AdmissionResponse {
     response
 }
 
-/// The decision line's `rules`: the same text as `{:?}` of the list (`["a", "b"]`), written
-/// without the per-character escaping Debug does (10,000 instructions a denial); an id that
-/// would need escaping takes Debug's path.
-pub(super) struct RuleIds<'a>(pub(super) &'a [&'static str]);
-
-impl std::fmt::Display for RuleIds<'_> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("[")?;
-        for (i, id) in self.0.iter().enumerate() {
-            if i > 0 {
-                f.write_str(", ")?;
-            }
-            if id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
-                f.write_str("\"")?;
-                f.write_str(id)?;
-                f.write_str("\"")?;
-            } else {
-                write!(f, "{id:?}")?;
-            }
+/// The decision line's `rules`: the same text as `{:?}` of the list (`["a", "b"]`), built
+/// without the formatting machinery (Debug escaped every character: 10,000 instructions a
+/// denial; a `Display` wrapper still cost 3,000); an id that would need escaping takes
+/// Debug's path.
+pub(super) fn rule_list(ids: &[&'static str]) -> String {
+    let mut out = String::with_capacity(2 + ids.iter().map(|id| id.len() + 4).sum::<usize>());
+    out.push('[');
+    for (i, id) in ids.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
         }
-        f.write_str("]")
+        if id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-') {
+            out.extend(["\"", id, "\""]);
+        } else {
+            out.push_str(&format!("{id:?}"));
+        }
     }
+    out.push(']');
+    out
 }
 
 #[cfg(test)]
 mod tests {
-    use super::RuleIds;
+    use super::rule_list;
 
     #[test]
     fn rule_ids_read_as_the_lists_debug_text() {
@@ -102,7 +99,7 @@ mod tests {
             &["lb-id-immutable", "enum-values", "unknown-annotation"][..],
             &["odd \"id\"\n", "é"][..],
         ] {
-            assert_eq!(RuleIds(ids).to_string(), format!("{ids:?}"));
+            assert_eq!(rule_list(ids), format!("{ids:?}"));
         }
     }
 }

@@ -1,6 +1,6 @@
 //! `review_response` writes what `encode_review`'s `Value` gives, byte for byte.
 
-use super::answer::{allowed, refuse};
+use super::super::answer::{allowed, refuse};
 use super::{encode_review, review_response};
 use kube::core::admission::AdmissionResponse;
 
@@ -48,4 +48,38 @@ async fn a_patch_still_goes_the_value_way() {
     let (got, want) = both(response).await;
     assert_eq!(got, want);
     assert!(got.contains("\"patchType\":\"JSONPatch\""), "{got}");
+}
+
+mod any {
+    use super::super::{encode_review, plain_review};
+    use super::allowed;
+    use kube::core::response::StatusSummary;
+    use proptest::prelude::*;
+
+    proptest! {
+        // Any text, any code, summary, annotations and warnings: the same bytes as the
+        // `Value` way.
+        #[test]
+        fn plain_answers_match_the_value_encoding(
+            uid in any::<String>(),
+            is_allowed in any::<bool>(),
+            code in any::<u16>(),
+            message in any::<String>(),
+            reason in "[ -~\\n\"\\\\é]{0,12}",
+            summary in proptest::option::of(any::<bool>()),
+            annotations in proptest::collection::hash_map(any::<String>(), any::<String>(), 0..4),
+            warnings in proptest::option::of(proptest::collection::vec(any::<String>(), 0..3)),
+        ) {
+            let mut r = allowed(uid);
+            r.allowed = is_allowed;
+            r.result.code = code;
+            r.result.message = message;
+            r.result.reason = reason;
+            r.result.status = summary.map(|s| if s { StatusSummary::Success } else { StatusSummary::Failure });
+            r.audit_annotations = annotations;
+            r.warnings = warnings;
+            let want = serde_json::to_string(&encode_review(r.clone())).unwrap();
+            prop_assert_eq!(plain_review(&r), want);
+        }
+    }
 }

@@ -1,12 +1,12 @@
 //! The admission edge: AdmissionReview in, AdmissionReview out; the engine sees only its
-//! own `Input`. This file holds the handlers and the response side (kube's
-//! `AdmissionResponse`, metrics, the decision log); `decode` reads requests, `decide` turns
-//! one into a verdict, a patch and the listener claims to take, `answer` holds what is
-//! answered.
+//! own `Input`. This file holds the handlers and the response side (metrics, the decision
+//! log); `decode` reads requests, `decide` turns one into a verdict, a patch and the listener
+//! claims to take, `answer` holds what is answered and `encode` writes it as JSON.
 
 mod answer;
 mod decide;
 mod decode;
+mod encode;
 mod exception;
 
 use std::time::Instant;
@@ -16,11 +16,12 @@ use axum::body::Body;
 use axum::extract::{Request, State};
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use kube::core::admission::AdmissionResponse;
-use serde_json::{Value, json};
+use serde_json::json;
 
 pub use answer::{Endpoint, Reject};
 use decide::{Step, apply_claims, decide, prepare};
+pub use encode::encode_review;
+use encode::review_response;
 use tracing::Instrument;
 
 use super::state::{AppState, BODY_LIMIT, LogDecisions, close_if_draining};
@@ -179,13 +180,13 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
             span.in_scope(|| {
                 tracing::event!(
                     $level,
-                    uid = %answer.response.uid,
-                    namespace = %answer.namespace,
-                    name = %answer.name,
+                    uid = answer.response.uid.as_str(),
+                    namespace = answer.namespace.as_str(),
+                    name = answer.name.as_str(),
                     operation = answer.operation,
                     dry_run = answer.dry_run,
                     verdict,
-                    rules = %answer::RuleIds(&answer.rules),
+                    rules = answer::rule_list(&answer.rules).as_str(),
                     latency_us = elapsed.as_micros() as u64,
                     "admission decision"
                 )
@@ -201,129 +202,3 @@ async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
     close_if_draining(&app, &mut r);
     r
 }
-
-/// The AdmissionReview as the HTTP response: `encode_review`'s JSON, byte for byte, written
-/// without building its `Value` tree (an allocation per key, and the keys sorted into maps)
-/// for the answers without a patch, nearly all of them.
-fn review_response(response: AdmissionResponse) -> Response {
-    let plain = response.patch.is_none()
-        && response.result.metadata.is_none()
-        && response.result.details.is_none();
-    if !plain {
-        return Json(encode_review(response)).into_response();
-    }
-    // Sized for the answer up front: growing the buffer while writing a denial's message
-    // and warnings reallocated it four times (some 10,000 instructions, BENCHMARKS.md #41).
-    let text: usize = response.result.message.len()
-        + response
-            .warnings
-            .iter()
-            .flatten()
-            .map(String::len)
-            .sum::<usize>()
-        + response
-            .audit_annotations
-            .iter()
-            .map(|(k, v)| k.len() + v.len())
-            .sum::<usize>();
-    let mut body = Vec::with_capacity(256 + text + text / 8);
-    if serde_json::to_writer(&mut body, &PlainReview::of(&response)).is_err() {
-        body.clear();
-    }
-    (
-        [(
-            axum::http::header::CONTENT_TYPE,
-            axum::http::HeaderValue::from_static("application/json"),
-        )],
-        body,
-    )
-        .into_response()
-}
-
-/// An AdmissionReview without a patch, its keys in the order of `encode_review`'s `Value`
-/// (sorted, as serde_json's maps keep them), each skipped where kube's types skip it.
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PlainReview<'a> {
-    api_version: &'a str,
-    kind: &'a str,
-    response: PlainResponse<'a>,
-}
-
-#[derive(serde::Serialize)]
-#[serde(rename_all = "camelCase")]
-struct PlainResponse<'a> {
-    allowed: bool,
-    #[serde(skip_serializing_if = "std::collections::BTreeMap::is_empty")]
-    audit_annotations: std::collections::BTreeMap<&'a str, &'a str>,
-    status: PlainStatus<'a>,
-    uid: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    warnings: Option<&'a [String]>,
-}
-
-#[derive(serde::Serialize)]
-struct PlainStatus<'a> {
-    #[serde(skip_serializing_if = "is_zero")]
-    code: u16,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    message: &'a str,
-    #[serde(skip_serializing_if = "str::is_empty")]
-    reason: &'a str,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<&'a kube::core::response::StatusSummary>,
-}
-
-fn is_zero(n: &u16) -> bool {
-    *n == 0
-}
-
-impl<'a> PlainReview<'a> {
-    fn of(r: &'a AdmissionResponse) -> Self {
-        Self {
-            api_version: &r.types.api_version,
-            kind: &r.types.kind,
-            response: PlainResponse {
-                allowed: r.allowed,
-                audit_annotations: r
-                    .audit_annotations
-                    .iter()
-                    .map(|(k, v)| (k.as_str(), v.as_str()))
-                    .collect(),
-                status: PlainStatus {
-                    code: r.result.code,
-                    message: &r.result.message,
-                    reason: &r.result.reason,
-                    status: r.result.status.as_ref(),
-                },
-                uid: &r.uid,
-                warnings: r.warnings.as_deref(),
-            },
-        }
-    }
-}
-
-/// The AdmissionReview JSON. kube serializes `patch` (Go `[]byte`) as an array of numbers
-/// (kube-rs issue 1781); the API server requires base64, so it is encoded here.
-pub fn encode_review(mut response: AdmissionResponse) -> Value {
-    use base64::Engine;
-    let patch = response.patch.take();
-    let mut review = serde_json::to_value(response.into_review()).unwrap_or_else(|e| {
-        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-               "response": {"allowed": false, "status": {"code": 500, "message": format!("lbguard: cannot encode response: {e}")}}})
-    });
-    if let (Some(p), Some(r)) = (
-        patch,
-        review.get_mut("response").and_then(Value::as_object_mut),
-    ) {
-        r.insert(
-            "patch".into(),
-            Value::String(base64::engine::general_purpose::STANDARD.encode(p)),
-        );
-    }
-    review
-}
-
-#[cfg(test)]
-#[path = "encode_tests.rs"]
-mod encode_tests;
