@@ -171,9 +171,12 @@ pub(super) fn spawn_audit(
         }
     };
     tokio::spawn(async move {
+        // The stop first: polled in random order, a round woken by its client shutting down
+        // could log its failed writes in the same poll that sees the stop (CI, once).
         tokio::select! {
-            _ = rounds => {}
+            biased;
             _ = stop.wait_for(|s| *s) => tracing::debug!("audit stopped"),
+            _ = rounds => {}
         }
     });
 }
