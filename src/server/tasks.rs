@@ -172,7 +172,7 @@ pub(super) fn spawn_audit(
     };
     tokio::spawn(async move {
         // The stop first: polled in random order, a round woken by its client shutting down
-        // could log its failed writes in the same poll that sees the stop (CI, once).
+        // could log its failed writes in the same poll that then sees the stop.
         tokio::select! {
             biased;
             _ = stop.wait_for(|s| *s) => tracing::debug!("audit stopped"),
