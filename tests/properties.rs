@@ -9,7 +9,7 @@ use std::sync::Arc;
 use axum::body::Body;
 use base64::Engine;
 use lbguard::server::metrics::Metrics;
-use lbguard::server::{App, router};
+use lbguard::server::{AdmissionService, App, admission_service};
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use tower::ServiceExt;
@@ -109,7 +109,7 @@ fn review() -> impl Strategy<Value = Value> {
 
 struct Edge {
     rt: tokio::runtime::Runtime,
-    router: axum::Router,
+    service: AdmissionService,
 }
 
 impl Edge {
@@ -124,7 +124,7 @@ impl Edge {
                 .enable_all()
                 .build()
                 .unwrap(),
-            router: router(App::new(config, Arc::new(Metrics::new()))),
+            service: admission_service(App::new(config, Arc::new(Metrics::new()))),
         }
     }
 
@@ -134,7 +134,7 @@ impl Edge {
             .body(Body::from(serde_json::to_vec(body).unwrap()))
             .unwrap();
         self.rt.block_on(async {
-            let resp = self.router.clone().oneshot(req).await.unwrap();
+            let resp = self.service.clone().oneshot(req).await.unwrap();
             let status = resp.status().as_u16();
             let bytes = axum::body::to_bytes(resp.into_body(), usize::MAX)
                 .await

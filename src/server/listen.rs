@@ -5,7 +5,10 @@ use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::Router;
+use std::convert::Infallible;
+
+use axum::response::Response;
+use hyper::body::Incoming;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::service::TowerToHyperService;
@@ -34,13 +37,20 @@ pub const MAX_HEADER_BYTES: usize = 64 * 1024;
 /// Accepts TLS connections until `shutdown` resolves, then lets in-flight requests finish
 /// for at most `listen.grace`. True when every connection closed in time (the caller says so:
 /// the metrics port drains quietly).
-pub async fn serve_tls(
+pub async fn serve_tls<S>(
     listener: TcpListener,
     tls: Arc<rustls::ServerConfig>,
-    app: Router,
+    app: S,
     shutdown: impl Future<Output = ()>,
     listen: Listen,
-) -> bool {
+) -> bool
+where
+    S: tower::Service<hyper::Request<Incoming>, Response = Response, Error = Infallible>
+        + Clone
+        + Send
+        + 'static,
+    S::Future: Send + 'static,
+{
     let acceptor = TlsAcceptor::from(tls);
     // Our own graceful shutdown rather than hyper-util's: a connection opened moments ago
     // gets a short while to deliver its first request before it is closed (as Go's server

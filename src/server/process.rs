@@ -14,7 +14,7 @@ use tokio::net::TcpListener;
 use super::listen::{Listen, serve_tls};
 use super::metrics::{self, Metrics};
 use super::metrics_auth;
-use super::routes::{metrics_router, router};
+use super::routes::{admission_service, metrics_router};
 use super::state::{App, AppState, LogDecisions, MAX_CONNECTIONS, MAX_INFLIGHT, REQUEST_TIMEOUT};
 use super::tasks::{
     WATCH_RETRY_MAX, WATCH_RETRY_MIN, refresh_ccm_version, refresh_fleet, spawn_audit,
@@ -346,7 +346,7 @@ pub async fn start(
         max_connections: opts.max_connections,
     };
     let done = tokio::spawn(async move {
-        let router = router(Arc::clone(&state));
+        let service = admission_service(Arc::clone(&state));
         let stop = async move {
             shutdown.await;
             // Not ready at once, so the endpoints drop this pod; meanwhile keep serving, each
@@ -367,7 +367,7 @@ pub async fn start(
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = stop_tx.send(true);
         };
-        if serve_tls(listener, tls, router, stop, listen).await {
+        if serve_tls(listener, tls, service, stop, listen).await {
             tracing::info!("all connections closed");
         }
     });

@@ -57,7 +57,11 @@ fn failed(
     bad_request(status, message)
 }
 
-async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
+/// Answers one admission request at `endpoint`.
+pub async fn handle(app: AppState, endpoint: Endpoint, body: Body) -> Response {
+    // Admissions past `--max-inflight` wait for a slot (inside the API server's timeout)
+    // rather than fail. The semaphore is never closed; were it, the request goes on.
+    let _slot = app.inflight.acquire().await.ok();
     let started = Instant::now();
     let bytes =
         match tokio::time::timeout(app.request_timeout, axum::body::to_bytes(body, BODY_LIMIT))
