@@ -1,8 +1,8 @@
 //! The HTTPS admission server's surface: `state` holds the shared app state, `routes` the
 //! admission router with health and readiness, the admission port's service around it and
-//! the metrics router. `listen` runs the
-//! TLS accept loop, `process` starts the `serve` process, `tasks` runs its background work
-//! and `command` is the `serve` command around them.
+//! the metrics router. `listen` runs the TLS accept loop, `process` starts the `serve`
+//! process, `tasks` runs its background work and `command` is the `serve` command around
+//! them.
 
 pub mod admission;
 pub mod command;
