@@ -51,8 +51,33 @@ pub async fn install_crds(admin: &kube::Client, group: &str) -> Vec<Value> {
     );
     for crd in &crds {
         crate::install::established(admin, crd).await;
+        cached(admin, crd).await;
     }
     crds
+}
+
+/// Waits until the API server lists `crd`'s objects from its watch cache. A case's cleanup
+/// that deleted a CRD whose storage was still initializing left it terminating past a
+/// minute (the CRD finalizer failed with "storage is (re)initializing"), and the next case
+/// could not install it again.
+async fn cached(admin: &kube::Client, crd: &Value) {
+    let spec = &crd["spec"];
+    let group = spec["group"].as_str().unwrap();
+    let plural = spec["names"]["plural"].as_str().unwrap();
+    let version = spec["versions"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|v| v["served"] == true)
+        .and_then(|v| v["name"].as_str())
+        .unwrap();
+    let path = format!("/apis/{group}/{version}/{plural}?resourceVersion=0&limit=1");
+    eventually(
+        Duration::from_secs(30),
+        &format!("{path} is listed from the cache"),
+        || async { (call(admin, "GET", &path, None).await.status == 200).then_some(()) },
+    )
+    .await;
 }
 
 fn service(name: &str, annotations: Value) -> Value {
