@@ -1,11 +1,10 @@
 //! The TLS accept loop: connection and header limits, timeouts, and a graceful shutdown
 //! that lets in-flight requests (and callers that just connected) finish.
 
+use std::convert::Infallible;
 use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
-
-use std::convert::Infallible;
 
 use axum::response::Response;
 use hyper::body::Incoming;
