@@ -97,18 +97,24 @@ fn a_full_buffer_makes_the_logger_wait_and_loses_nothing() {
     let sink = Sink::default();
     let (mut writer, guard) = spawn(Gate(gate.clone(), sink.clone())).unwrap();
     let line = vec![b'x'; 64 * 1024];
+    // Before the gate opens the writer holds one batch (at most the bound and a line, if it
+    // was scheduled late) and the buffer the bound and a line: three times the bound cannot
+    // all get past.
+    let lines = 3 * FULL / line.len();
     let logger = std::thread::spawn(move || {
-        // Twice the bound: the logger must wait for the writer at least once.
-        for _ in 0..(2 * FULL / line.len()) {
+        for _ in 0..lines {
             writer.write_all(&line).unwrap();
         }
     });
     std::thread::sleep(std::time::Duration::from_millis(200));
-    assert!(!logger.is_finished(), "the logger went past a full buffer");
+    let waited = !logger.is_finished();
+    // Opened before anything is asserted: a failed assertion would otherwise wait forever
+    // in the guard's drop for a writer stuck at the gate.
     *gate.0.lock().unwrap() = true;
     gate.1.notify_all();
     logger.join().unwrap();
     drop(guard);
+    assert!(waited, "the logger went past a full buffer");
     let total: usize = sink.0.lock().unwrap().iter().map(Vec::len).sum();
-    assert_eq!(total, 2 * FULL);
+    assert_eq!(total, 3 * FULL);
 }
