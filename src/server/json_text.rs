@@ -38,7 +38,7 @@ fn next_escape(bytes: &[u8], mut i: usize) -> Option<usize> {
 }
 
 /// Writes `s` as a JSON string literal, quotes included.
-pub fn write(out: &mut impl Write, s: &str) -> fmt::Result {
+fn write(out: &mut impl Write, s: &str) -> fmt::Result {
     out.write_char('"')?;
     let bytes = s.as_bytes();
     let mut start = 0;

@@ -7,7 +7,7 @@
 
 use std::fmt::{self, Write};
 
-use super::json_text::write as escaped;
+use super::json_text::push;
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Subscriber};
@@ -64,15 +64,12 @@ where
             .format_time(&mut format::Writer::new(&mut timestamp))?;
         let mut line = String::with_capacity(LINE);
         line.push_str("{\"timestamp\":");
-        super::json_text::push(&mut line, &timestamp);
+        push(&mut line, &timestamp);
         line.extend([",\"level\":\"", event.metadata().level().as_str(), "\""]);
-        let mut fields = Fields {
+        event.record(&mut Fields {
             out: &mut line,
             scratch: String::new(),
-            result: Ok(()),
-        };
-        event.record(&mut fields);
-        fields.result?;
+        });
         line.push_str("}\n");
         writer.write_str(&line)
     }
@@ -81,61 +78,56 @@ where
 /// A decision line's usual length, so its buffer is allocated once.
 const LINE: usize = 512;
 
-/// Writes each field as `,"name":value`, as serde_json writes it.
-struct Fields<'a, W> {
-    out: &'a mut W,
+/// Writes each field as `,"name":value`, as serde_json writes it. A String takes every
+/// write, so nothing here fails.
+struct Fields<'a> {
+    out: &'a mut String,
     scratch: String,
-    result: fmt::Result,
 }
 
-impl<W: Write> Fields<'_, W> {
-    fn entry(&mut self, field: &Field, value: impl FnOnce(&mut W) -> fmt::Result) {
-        if self.result.is_ok() {
-            self.result = self
-                .out
-                .write_char(',')
-                .and_then(|()| escaped(self.out, field.name()))
-                .and_then(|()| self.out.write_char(':'))
-                .and_then(|()| value(self.out));
-        }
-    }
-
-    fn text(&mut self, field: &Field, value: fmt::Arguments) {
-        self.scratch.clear();
-        let _ = self.scratch.write_fmt(value);
-        let scratch = std::mem::take(&mut self.scratch);
-        self.entry(field, |out| escaped(out, &scratch));
-        self.scratch = scratch;
+impl Fields<'_> {
+    fn key(&mut self, field: &Field) {
+        self.out.push(',');
+        push(self.out, field.name());
+        self.out.push(':');
     }
 }
 
-impl<W: Write> Visit for Fields<'_, W> {
+impl Visit for Fields<'_> {
     fn record_str(&mut self, field: &Field, value: &str) {
-        self.entry(field, |out| escaped(out, value));
+        self.key(field);
+        push(self.out, value);
     }
 
     fn record_bool(&mut self, field: &Field, value: bool) {
-        self.entry(field, |out| {
-            out.write_str(if value { "true" } else { "false" })
-        });
+        self.key(field);
+        self.out.push_str(if value { "true" } else { "false" });
     }
 
     fn record_u64(&mut self, field: &Field, value: u64) {
-        self.entry(field, |out| write!(out, "{value}"));
+        self.key(field);
+        let _ = write!(self.out, "{value}");
     }
 
     fn record_i64(&mut self, field: &Field, value: i64) {
-        self.entry(field, |out| write!(out, "{value}"));
+        self.key(field);
+        let _ = write!(self.out, "{value}");
     }
 
     fn record_f64(&mut self, field: &Field, value: f64) {
+        self.key(field);
         // serde_json's own number, or null for NaN and the infinities.
-        let number = serde_json::to_string(&value).unwrap_or_else(|_| "null".into());
-        self.entry(field, |out| out.write_str(&number));
+        match serde_json::to_string(&value) {
+            Ok(number) => self.out.push_str(&number),
+            Err(_) => self.out.push_str("null"),
+        }
     }
 
     fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
-        self.text(field, format_args!("{value:?}"));
+        self.scratch.clear();
+        let _ = write!(self.scratch, "{value:?}");
+        self.key(field);
+        push(self.out, &self.scratch);
     }
 }
 
