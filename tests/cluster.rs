@@ -136,3 +136,71 @@ async fn readiness_waits_for_the_watch_and_audit_records_events() {
     let text = s.running.app.metrics.render();
     assert!(text.contains("lbguard_audit_violations{rule=\"listener-port-unique\",action=\"deny\",namespace=\"shop\"} 2"), "{text}");
 }
+
+/// Counts an events request's future while it lives.
+struct Live(Arc<std::sync::atomic::AtomicUsize>);
+
+impl Drop for Live {
+    fn drop(&mut self) {
+        self.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+#[tokio::test]
+async fn a_stopping_server_ends_the_audit_before_it_returns() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    // Events never get an answer: the audit waits on one when the server stops.
+    let live = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&live);
+    let api = tower::service_fn(move |req: Request<Body>| {
+        let counter = Arc::clone(&counter);
+        async move {
+            let path = req.uri().path().to_string();
+            let query = req.uri().query().unwrap_or("").to_string();
+            if path.ends_with("/events") {
+                counter.fetch_add(1, Ordering::SeqCst);
+                let _live = Live(counter);
+                std::future::pending::<()>().await;
+            } else if query.contains("watch=true") {
+                std::future::pending::<()>().await;
+            }
+            let list = if path == "/api/v1/services" {
+                json!({"apiVersion": "v1", "kind": "ServiceList", "metadata": {"resourceVersion": "5"}, "items": [svc("a"), svc("b")]})
+            } else {
+                json!({"apiVersion": "v1", "kind": "List", "metadata": {"resourceVersion": "1"}, "items": []})
+            };
+            Ok::<_, std::convert::Infallible>(Response::new(Body::from(
+                serde_json::to_vec(&list).unwrap(),
+            )))
+        }
+    });
+    let config: &'static str =
+        "cluster:\n  version: v1.31.0\naudit:\n  interval: 100ms\n  events: true\n";
+    let mut s = TestServer::start_with(Start {
+        config,
+        client: Some(kube::Client::new(api, "default")),
+        ..Default::default()
+    })
+    .await;
+    for _ in 0..500 {
+        if live.load(Ordering::SeqCst) > 0 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    assert!(
+        live.load(Ordering::SeqCst) > 0,
+        "the audit never sent an Event"
+    );
+    s.stop();
+    tokio::time::timeout(Duration::from_secs(10), &mut s.running.done)
+        .await
+        .expect("the server stops")
+        .unwrap();
+    // Nothing of the audit is left to run on once the server has returned.
+    assert_eq!(
+        live.load(Ordering::SeqCst),
+        0,
+        "an audit request outlived the server"
+    );
+}

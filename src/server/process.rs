@@ -257,8 +257,9 @@ pub async fn start(
         tracing::info!(namespace = %namespace, "listener claims enabled");
         app.enable_claims(client.clone(), &namespace);
     }
-    // Sent when the server stops taking connections; the audit stops writing then.
+    // Sent when the server stops taking connections; the audit is aborted then.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
+    let mut audit = None;
     if let Some(client) = &opts.client {
         let m = Arc::clone(&metrics);
         crate::cluster::watch::spawn(
@@ -285,7 +286,7 @@ pub async fn start(
                 }),
             );
         }
-        spawn_audit(Arc::clone(&app), Some(client.clone()), stop_rx.clone());
+        audit = spawn_audit(Arc::clone(&app), Some(client.clone()));
     }
     if let Some(client) = &opts.client
         && app.config.ccm.auto()
@@ -345,6 +346,7 @@ pub async fn start(
         request_timeout: opts.request_timeout,
         max_connections: opts.max_connections,
     };
+    let stop_audit = audit.as_ref().map(|a| a.abort_handle());
     let done = tokio::spawn(async move {
         let service = admission_service(Arc::clone(&state));
         let stop = async move {
@@ -366,9 +368,18 @@ pub async fn start(
             }
             tracing::info!("shutting down: no new connections, finishing in-flight requests");
             let _ = stop_tx.send(true);
+            if let Some(a) = &stop_audit {
+                a.abort();
+            }
         };
         if serve_tls(listener, tls, service, stop, listen).await {
             tracing::info!("all connections closed");
+        }
+        // Gone before `done` resolves: the runtime, and the client's worker with it, stop
+        // after that, and an audit round still polled then would log its requests failing.
+        if let Some(a) = audit {
+            a.abort();
+            let _ = a.await;
         }
     });
     Ok(Running {

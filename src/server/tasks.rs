@@ -103,16 +103,16 @@ fn exceptions_metric(
 const EXCEPTIONS_SYNC_WAIT: Duration = Duration::from_secs(60);
 
 /// Runs the audit every `audit.interval`, and records Events when `audit.events` is on.
-/// Stops when `stop` turns true, so a stopping replica leaves no round half written and
-/// no warnings from a client that is shutting down.
+/// The caller aborts the task when the server stops taking connections and waits for it to
+/// end before the runtime (and with it the cluster client) goes: a round in progress is
+/// dropped, never left to log failures against a client that is shutting down.
 pub(super) fn spawn_audit(
     app: AppState,
     client: Option<kube::Client>,
-    mut stop: tokio::sync::watch::Receiver<bool>,
-) {
+) -> Option<tokio::task::JoinHandle<()>> {
     let every = app.config.audit.interval.0;
     if every.is_zero() {
-        return;
+        return None;
     }
     let rounds = async move {
         let mut announced = std::collections::HashSet::new();
@@ -170,15 +170,7 @@ pub(super) fn spawn_audit(
             }
         }
     };
-    tokio::spawn(async move {
-        // The stop first: polled in random order, a round woken by its client shutting down
-        // could log its failed writes in the same poll that then sees the stop.
-        tokio::select! {
-            biased;
-            _ = stop.wait_for(|s| *s) => tracing::debug!("audit stopped"),
-            _ = rounds => {}
-        }
-    });
+    Some(tokio::spawn(rounds))
 }
 
 /// Watch retry delays. The cap is short so that a restarted API server is seen again within
