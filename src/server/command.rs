@@ -137,11 +137,9 @@ pub fn init_logging(format: LogFormat) -> Option<super::log_writer::LogGuard> {
         LogFormat::Json => builder
             .json()
             .flatten_event(true)
-            .event_format(super::log_json::JsonLine::new(
-                tracing_subscriber::fmt::time::SystemTime,
-            ))
+            .event_format(super::log_json::JsonLine::new(super::log_time::UtcMicros))
             .try_init(),
-        LogFormat::Text => builder.try_init(),
+        LogFormat::Text => builder.with_timer(super::log_time::UtcMicros).try_init(),
     };
     guard
 }

@@ -11,6 +11,7 @@ pub mod events;
 pub mod json_text;
 pub mod listen;
 pub mod log_json;
+pub mod log_time;
 pub mod log_writer;
 pub mod metrics;
 pub mod metrics_auth;
