@@ -319,6 +319,7 @@ const EXTERNAL: &[&str] = &[
     "--pin",
     "--hot-functions",
     "--image",
+    "--answer-bytes",
 ];
 
 #[test]

@@ -1,7 +1,7 @@
 //! The log's timestamps, as tracing-subscriber's `SystemTime` writes them
 //! (`2026-12-04T21:49:13.105218Z`), with the date and time of day worked out once a second
-//! per thread: on a denial's decision line the calendar arithmetic and its `write!`s were
-//! about a fifth of the line's cost (BENCHMARKS.md, #41, twelfth pass).
+//! per thread: the calendar arithmetic and its `write!`s took almost a third of the CPU time
+//! of a denial's decision line (BENCHMARKS.md, #41, twelfth pass).
 
 use std::cell::RefCell;
 use std::fmt::{self, Write};

@@ -81,6 +81,10 @@ enum Cmd {
         tls_cert: std::path::PathBuf,
         #[arg(long)]
         tls_key: std::path::PathBuf,
+        /// Answer a denial whose status message pads the answer to this many bytes (the
+        /// size of lbguard's answer to the denied body), instead of "allowed".
+        #[arg(long)]
+        answer_bytes: Option<usize>,
     },
     /// The cost of held `LBGuardException`s per request with a finding and per watch event.
     Exceptions {
@@ -136,12 +140,13 @@ fn main() -> ExitCode {
             addr,
             tls_cert,
             tls_key,
+            answer_bytes,
         } => {
             let runtime = tokio::runtime::Builder::new_multi_thread()
                 .enable_all()
                 .build()
                 .expect("runtime");
-            match runtime.block_on(bare::run(addr, &tls_cert, &tls_key)) {
+            match runtime.block_on(bare::run(addr, &tls_cert, &tls_key, answer_bytes)) {
                 Ok(()) => ExitCode::SUCCESS,
                 Err(e) => {
                     eprintln!("lbguard-bench baseline: {e:#}");
