@@ -4,7 +4,7 @@
 //! of a denial's decision line (BENCHMARKS.md, #41, twelfth pass).
 
 use std::cell::RefCell;
-use std::fmt::{self, Write};
+use std::fmt;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use tracing_subscriber::fmt::format::Writer;
@@ -46,21 +46,11 @@ impl FormatTime for UtcMicros {
 
 /// `2026-12-04T21:49:13` for `secs` after the epoch; false past what `time` represents.
 fn seconds(out: &mut String, secs: u64) -> bool {
-    let Ok(t) = i64::try_from(secs).map(time::OffsetDateTime::from_unix_timestamp) else {
+    let Ok(Ok(t)) = i64::try_from(secs).map(time::OffsetDateTime::from_unix_timestamp) else {
         return false;
     };
-    let Ok(t) = t else { return false };
-    write!(
-        out,
-        "{:04}-{:02}-{:02}T{:02}:{:02}:{:02}",
-        t.year(),
-        u8::from(t.month()),
-        t.day(),
-        t.hour(),
-        t.minute(),
-        t.second()
-    )
-    .is_ok()
+    out.push_str(&crate::vocab::timestamp::civil(t, "-", ":"));
+    true
 }
 
 /// `.105218Z`: six digits, as the stock formatter pads them.

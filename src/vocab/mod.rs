@@ -22,5 +22,6 @@ pub mod provider;
 pub mod route;
 pub mod rule;
 pub mod service;
+pub mod timestamp;
 pub mod version;
 pub mod yaml;

@@ -54,16 +54,7 @@ impl Stamp {
     }
 
     fn format(&self, date: &str, time: &str) -> String {
-        let t = self.time;
-        format!(
-            "{:04}{date}{:02}{date}{:02}T{:02}{time}{:02}{time}{:02}Z",
-            t.year(),
-            u8::from(t.month()),
-            t.day(),
-            t.hour(),
-            t.minute(),
-            t.second()
-        )
+        crate::vocab::timestamp::civil(self.time, date, time) + "Z"
     }
 
     /// A UUID-shaped request id from the nonce (CTyun wants one per request).
