@@ -25,19 +25,17 @@ impl FormatTime for UtcMicros {
             return tracing_subscriber::fmt::time::SystemTime.format_time(w);
         };
         let secs = since.as_secs();
-        let cached = SECOND.with_borrow_mut(|(at, text)| {
+        let written = SECOND.with_borrow_mut(|(at, text)| {
             if *at != secs {
                 text.clear();
-                if !seconds(text, secs) {
-                    return false;
-                }
-                *at = secs;
+                *at = if seconds(text, secs) { secs } else { u64::MAX };
             }
-            w.write_str(text).is_ok()
+            (*at == secs).then(|| w.write_str(text))
         });
-        if !cached {
+        match written {
+            Some(r) => r?,
             // Beyond the years `time` takes (past 9999): the stock formatter's own text.
-            return tracing_subscriber::fmt::time::SystemTime.format_time(w);
+            None => return tracing_subscriber::fmt::time::SystemTime.format_time(w),
         }
         let fraction = fraction(since.subsec_micros());
         w.write_str(std::str::from_utf8(&fraction).map_err(|_| fmt::Error)?)
