@@ -257,7 +257,8 @@ pub async fn start(
         tracing::info!(namespace = %namespace, "listener claims enabled");
         app.enable_claims(client.clone(), &namespace);
     }
-    // Sent when the server stops taking connections; the audit is aborted then.
+    // Sent when the server stops taking connections (the metrics listener stops with it);
+    // the audit task is aborted at the same moment.
     let (stop_tx, stop_rx) = tokio::sync::watch::channel(false);
     let mut audit = None;
     if let Some(client) = &opts.client {
