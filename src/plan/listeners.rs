@@ -148,27 +148,25 @@ pub(super) fn wanted(side: &Side, nlb: bool, cluster: &str) -> Result<Vec<Want>,
 /// `nlbListenerProtocol` (nlbv2/listeners.go:620-644) read it: the first entry naming the
 /// port; CLB takes http/https/tcp/udp exactly, NLB TCP/UDP/TCPSSL in any case.
 fn protocol(value: &str, port: i32, nlb: bool) -> Result<Option<String>, String> {
-    let port = port.to_string();
     for entry in value.split(',') {
-        let pp: Vec<&str> = entry.split(':').collect();
-        if pp.len() < 2 {
+        let mut parts = entry.split(':');
+        let (Some(proto), Some(named)) = (parts.next(), parts.next()) else {
             return Err(format!("protocol-port entry \"{entry}\" has no colon"));
-        }
+        };
         let ok = if nlb {
             ["TCP", "UDP", "TCPSSL"]
                 .iter()
-                .any(|p| p.eq_ignore_ascii_case(pp[0]))
+                .any(|p| p.eq_ignore_ascii_case(proto))
         } else {
-            ["http", "https", "tcp", "udp"].contains(&pp[0])
+            ["http", "https", "tcp", "udp"].contains(&proto)
         };
         if !ok {
             return Err(format!(
-                "protocol-port protocol \"{}\" is not one the controller takes",
-                pp[0]
+                "protocol-port protocol \"{proto}\" is not one the controller takes"
             ));
         }
-        if pp[1] == port {
-            return Ok(Some(pp[0].to_ascii_uppercase()));
+        if crate::vocab::checks::is_port_text(named, port) {
+            return Ok(Some(proto.to_ascii_uppercase()));
         }
     }
     Ok(None)

@@ -125,12 +125,7 @@ pub(super) fn lb_name(id: Option<&str>) -> String {
 /// The user's group `vgroup-port` binds to a port, on a reused load balancer.
 pub(super) fn bound_group<'a>(side: &Side<'a>, port: i32) -> Option<&'a str> {
     side.reused?;
-    let port = port.to_string();
-    side.get("vgroup-port")?
-        .split(',')
-        .map(|e| e.split(':').collect::<Vec<_>>())
-        .find(|pp| pp.len() >= 2 && pp[1] == port)
-        .map(|pp| pp[0])
+    crate::vocab::checks::first_naming_port(side.get("vgroup-port")?, port)
 }
 
 /// With additional-resource-tags set, every tag of the load balancer it does not list goes

@@ -315,15 +315,10 @@ fn nlb_overlaps(cat: &Catalog, new: Svc, out: &mut Findings) {
     let ranges = cat.get(new, "listener-port-range").map(|a| a.value);
     let mut listeners: Vec<(String, i64, i64, String)> = Vec::new();
     for p in new.ports() {
-        let port = p.port.to_string();
         // The first entry naming the port, as nlbListenerProtocol and portRange read them.
         let entry = |v: Option<&str>| {
-            v.and_then(|v| {
-                v.split(',')
-                    .map(|e| e.split(':').collect::<Vec<_>>())
-                    .find(|e| e.len() >= 2 && e[1] == port)
-                    .map(|e| e[0].to_string())
-            })
+            v.and_then(|v| crate::vocab::checks::first_naming_port(v, p.port))
+                .map(str::to_string)
         };
         let proto = entry(mapped)
             .unwrap_or_else(|| p.protocol.clone().unwrap_or_else(|| "TCP".into()))
@@ -336,7 +331,7 @@ fn nlb_overlaps(cat: &Catalog, new: Svc, out: &mut Findings) {
             ))
         }) {
             Some((s, e)) => (s, e, format!("{s}-{e}")),
-            None => (i64::from(p.port), i64::from(p.port), port.clone()),
+            None => (i64::from(p.port), i64::from(p.port), p.port.to_string()),
         };
         listeners.push((proto, start, end, shown));
     }

@@ -102,6 +102,30 @@ pub fn protocol_entries(value: &str) -> (Vec<Entry<'_>>, Vec<&str>) {
     (ok, bad)
 }
 
+/// Whether `text` is `port` as `to_string` writes it ("0443" is not 443), without writing
+/// it: controllers compare a `proto:port` entry's port with the port's text.
+pub fn is_port_text(text: &str, port: i32) -> bool {
+    let mut digits = [0u8; 11]; // every i32
+    let mut cursor = std::io::Cursor::new(&mut digits[..]);
+    let _ = std::io::Write::write_fmt(&mut cursor, format_args!("{port}"));
+    let n = usize::try_from(cursor.position()).unwrap_or(0);
+    text.as_bytes() == &digits[..n]
+}
+
+/// The first part of the first `a:port[:...]` entry of a comma-separated list that names
+/// `port` (as `is_port_text` compares it): what ACK's controllers read from `protocol-port`,
+/// `vgroup-port` and `listener-port-range`.
+pub fn first_naming_port(list: &str, port: i32) -> Option<&str> {
+    list.split(',').find_map(|e| {
+        let mut parts = e.split(':');
+        let first = parts.next()?;
+        parts
+            .next()
+            .filter(|n| is_port_text(n, port))
+            .map(|_| first)
+    })
+}
+
 /// A version rule's export: `Ok(true)` when the version is known and too old (so the policy
 /// must check for the feature), `Ok(false)` when it is new enough (nothing to check), `Err`
 /// when it is unknown: the webhook then only warns "cannot tell", which a policy cannot.
@@ -139,3 +163,7 @@ pub fn ccm_request_cel(v: &super::rule::VapCtx) -> Option<String> {
         super::cel::list(&groups)
     ))
 }
+
+#[cfg(test)]
+#[path = "checks_tests.rs"]
+mod tests;

@@ -6,7 +6,7 @@ use serde_json::Value;
 use super::model::{ApiTable, Call, Cond, Need, Param, Reading, Side};
 use crate::vocab::annotations::Table;
 use crate::vocab::catalog::{Catalog, annotation_field};
-use crate::vocab::checks::protocol_entries;
+use crate::vocab::checks::{first_naming_port, protocol_entries};
 use crate::vocab::ctx::{Ctx, Findings};
 use crate::vocab::provider::Provider;
 use crate::vocab::service::Svc;
@@ -60,14 +60,9 @@ fn ack_listeners(cat: &Catalog, svc: Svc) -> Vec<Listener> {
     svc.ports()
         .iter()
         .map(|p| {
-            let port = p.port.to_string();
-            let mapped = pp
-                .split(',')
-                .map(|e| e.split(':').collect::<Vec<_>>())
-                .find(|parts| parts.len() >= 2 && parts[1] == port)
-                .map(|parts| parts[0].to_string());
-            let protocol = mapped
-                .unwrap_or_else(|| p.protocol.clone().unwrap_or_else(|| "TCP".into()))
+            let protocol = first_naming_port(pp, p.port)
+                .or(p.protocol.as_deref())
+                .unwrap_or("TCP")
                 .to_ascii_lowercase();
             Listener {
                 port: p.port,
@@ -134,6 +129,18 @@ fn ports_for(call: &Call, row: Option<&Vec<String>>, listeners: &[Listener]) -> 
     )
 }
 
+/// Whether a call (narrowed by a row) is made per listener and for none of this Service's:
+/// `ports_for` gives `Some(empty)`, without collecting the ports.
+fn made_for_none(call: &Call, row: Option<&Vec<String>>, listeners: &[Listener]) -> bool {
+    row.or(call.protocols.as_ref()).is_some_and(|protocols| {
+        !listeners.iter().any(|l| {
+            protocols
+                .iter()
+                .any(|p| p.eq_ignore_ascii_case(&l.protocol))
+        })
+    })
+}
+
 /// The side whose controller takes the Service: ACK's NLB controller, or (Volcengine) the
 /// annotation the table's `nlbWhen` names starting with its prefix.
 fn side(ctx: &Ctx, cat: &Catalog, svc: Svc, table: &ApiTable) -> Side {
@@ -182,7 +189,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
         {
             continue;
         }
-        if ports_for(call, None, &listeners).is_some_and(|p| p.is_empty()) {
+        if made_for_none(call, None, &listeners) {
             continue;
         }
         // Words for messages only: built when a finding is, not on every admission.
@@ -202,10 +209,11 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
             {
                 continue;
             }
-            let ports = ports_for(call, param.protocols.as_ref(), &listeners);
-            if ports.as_ref().is_some_and(Vec::is_empty) {
+            if made_for_none(call, param.protocols.as_ref(), &listeners) {
                 continue;
             }
+            // Only messages name the ports.
+            let ports = || ports_for(call, param.protocols.as_ref(), &listeners);
             let sent = cat.get(svc, &param.from).filter(|a| !a.value.is_empty());
             let source = || source(table, param.source.as_ref().unwrap_or(&call.source));
             let missing = sent.is_none_or(|a| table.unset(a.value));
@@ -235,7 +243,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                         controller,
                         calls: &calls(),
                         ports: &on_ports(
-                            ports
+                            ports()
                                 .as_deref()
                                 .filter(|_| table.listeners == Reading::Cce),
                             &listeners,
@@ -259,7 +267,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                                 a.value,
                                 param.name,
                                 calls(),
-                                on_ports(ports.as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
+                                on_ports(ports().as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
                                 source(),
                             )
                         } else if param.zero_unsent
@@ -285,7 +293,7 @@ pub fn check(ctx: &Ctx, cat: &'static Catalog, rule: &str, out: &mut Findings) {
                                 a.value,
                                 param.name,
                                 calls(),
-                                on_ports(ports.as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
+                                on_ports(ports().as_deref().filter(|_| table.listeners == Reading::Cce), &listeners),
                                 refuser(param),
                                 source(),
                                 param.example
