@@ -104,20 +104,21 @@ pub(super) fn wanted(side: &Side, nlb: bool, cluster: &str) -> Result<Vec<Want>,
             (true, Some(r)) => port_range(r, p.port)?,
             _ => None,
         };
+        let mut ints = itoa::Buffer::new();
         let group_port = if eni == Some(true) {
             match &p.target_port {
                 Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(i)) => {
-                    i.to_string()
+                    ints.format(*i)
                 }
                 Some(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::String(s)) => {
-                    s.clone()
+                    s.as_str()
                 }
-                None => p.port.to_string(),
+                None => ints.format(p.port),
             }
         } else {
             match p.node_port {
-                Some(n) if n != 0 => n.to_string(),
-                _ => "<nodePort>".into(),
+                Some(n) if n != 0 => ints.format(n),
+                _ => "<nodePort>",
             }
         };
         let (svc, ns) = (
@@ -129,11 +130,7 @@ pub(super) fn wanted(side: &Side, nlb: bool, cluster: &str) -> Result<Vec<Want>,
                 .as_deref()
                 .unwrap_or("default"),
         );
-        let group = match (nlb, range) {
-            (false, _) => format!("k8s/{group_port}/{svc}/{ns}/{cluster}"),
-            (true, Some((s, e))) => format!("k8s.{s}_{e}.{proto}.{svc}.{ns}.{cluster}"),
-            (true, None) => format!("k8s.{group_port}.{proto}.{svc}.{ns}.{cluster}"),
-        };
+        let group = group_name(nlb, range, group_port, &proto, [svc, ns, cluster]);
         out.push(Want {
             port: p.port,
             proto,
@@ -142,6 +139,37 @@ pub(super) fn wanted(side: &Side, nlb: bool, cluster: &str) -> Result<Vec<Want>,
         });
     }
     Ok(out)
+}
+
+/// A port's server group name: CLB `k8s/{port}/{svc}/{ns}/{cluster}`, NLB
+/// `k8s.{port}.{proto}.{svc}.{ns}.{cluster}` (`{start}_{end}` for a port range). Joined in
+/// place: `format!` cost some 1,800 instructions a port on every admission (BENCHMARKS.md, #41).
+fn group_name(
+    nlb: bool,
+    range: Option<(i64, i64)>,
+    port: &str,
+    proto: &str,
+    [svc, ns, cluster]: [&str; 3],
+) -> String {
+    if !nlb {
+        return ["k8s/", port, "/", svc, "/", ns, "/", cluster].concat();
+    }
+    let mut out = String::with_capacity(64);
+    out.push_str("k8s.");
+    match range {
+        Some((start, end)) => {
+            let mut ints = itoa::Buffer::new();
+            out.push_str(ints.format(start));
+            out.push('_');
+            out.push_str(ints.format(end));
+        }
+        None => out.push_str(port),
+    }
+    for part in [proto, svc, ns, cluster] {
+        out.push('.');
+        out.push_str(part);
+    }
+    out
 }
 
 /// `protocol-port` for one port, as `protocol` (clbv1/listeners.go:711-737) and
@@ -236,5 +264,29 @@ pub(super) fn held(
             })
             .collect(),
         None => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::group_name;
+
+    #[test]
+    fn group_names_read_as_the_format_strings_they_replace() {
+        let names = ["web", "shop", "c-1"];
+        for (nlb, range, port, proto) in [
+            (false, None, "31830", "TCP"),
+            (false, Some((80, 90)), "<nodePort>", "HTTP"),
+            (true, None, "8080", "TCPSSL"),
+            (true, Some((-1, 4294967296)), "443", "UDP"),
+        ] {
+            let [svc, ns, cluster] = names;
+            let expected = match (nlb, range) {
+                (false, _) => format!("k8s/{port}/{svc}/{ns}/{cluster}"),
+                (true, Some((s, e))) => format!("k8s.{s}_{e}.{proto}.{svc}.{ns}.{cluster}"),
+                (true, None) => format!("k8s.{port}.{proto}.{svc}.{ns}.{cluster}"),
+            };
+            assert_eq!(group_name(nlb, range, port, proto, names), expected);
+        }
     }
 }
