@@ -4,6 +4,12 @@ WORKDIR /src
 # Dependencies first, so source edits reuse the cached dependency layer. Every target the
 # manifest names must exist, so the bench and the e2e suite get stand-ins.
 COPY Cargo.toml Cargo.lock build.rs ./
+# The profile of lbguard answering admissions (`scripts/bench-http --profile` writes it): the
+# optimizer lays out and inlines by it, the dependencies' code on the request path too (hyper,
+# rustls, serde_json), so it comes before them. A profile older than the code still builds:
+# functions that changed are optimized without it.
+COPY pgo ./pgo
+ENV RUSTFLAGS="-Cprofile-use=/src/pgo/lbguard.profdata"
 RUN mkdir -p src/bin/lbguard-bench tests/e2e && echo 'fn main() {}' > src/main.rs && echo '' > src/lib.rs \
     && echo 'fn main() {}' > src/bin/lbguard-bench/main.rs && echo 'fn main() {}' > tests/e2e/main.rs \
     && cargo build --release --locked --bin lbguard \

@@ -318,6 +318,7 @@ const EXTERNAL: &[&str] = &[
     "--cpu",
     "--pin",
     "--hot-functions",
+    "--profile",
     "--image",
     "--answer-bytes",
 ];

@@ -28,8 +28,16 @@ pub struct Catalog {
     pub table: &'static LazyLock<Table>,
 }
 
+/// Compared from the prefix's end: the providers' prefixes share their head
+/// (`service.beta.kubernetes.io/`), so another provider's key differs near the end, and
+/// each admission asks this of every annotation for every provider.
 fn starts_with_ignore_case(s: &str, prefix: &str) -> bool {
-    s.len() >= prefix.len() && s.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes())
+    s.len() >= prefix.len()
+        && s.as_bytes()[..prefix.len()]
+            .iter()
+            .rev()
+            .zip(prefix.as_bytes().iter().rev())
+            .all(|(a, b)| a.eq_ignore_ascii_case(b))
 }
 
 impl Catalog {
@@ -163,6 +171,61 @@ pub fn catalog_annotation(cat: &Catalog, suffix: &str) -> Annotation {
                 key: format!("$key($s,{},{})", lit(&current), lit(&old)),
                 value,
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::starts_with_ignore_case;
+
+    #[test]
+    fn a_prefix_matches_in_any_case_and_nothing_else_does() {
+        let alibaba = "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-";
+        for (key, prefix, claimed) in [
+            (
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-id",
+                alibaba,
+                true,
+            ),
+            (
+                "Service.Beta.Kubernetes.io/Alibaba-Cloud-LoadBalancer-Id",
+                alibaba,
+                true,
+            ),
+            (
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer-",
+                alibaba,
+                true,
+            ),
+            (
+                "service.beta.kubernetes.io/alibaba-cloud-loadbalancer",
+                alibaba,
+                false,
+            ),
+            (
+                "service.beta.kubernetes.io/volcengine-loadbalancer-id",
+                alibaba,
+                false,
+            ),
+            (
+                "xervice.beta.kubernetes.io/alibaba-cloud-loadbalancer-id",
+                alibaba,
+                false,
+            ),
+            ("kubernetes.io/ELB.class", "kubernetes.io/elb.", true),
+            ("kubernetes.io/elb", "kubernetes.io/elb.", false),
+            ("", "", true),
+            ("é", "É", false),
+        ] {
+            assert_eq!(
+                starts_with_ignore_case(key, prefix),
+                claimed,
+                "{key} {prefix}"
+            );
+            let forward = key.len() >= prefix.len()
+                && key.as_bytes()[..prefix.len()].eq_ignore_ascii_case(prefix.as_bytes());
+            assert_eq!(forward, claimed, "{key} {prefix}");
         }
     }
 }
